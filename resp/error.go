@@ -1,0 +1,67 @@
+package resp
+
+import (
+	"errors"
+	"strings"
+)
+
+// ErrProtocol is matched by every error caused by bytes that are not valid
+// RESP. The connection that produced them is out of step and must be closed.
+var ErrProtocol = errors.New("resp: protocol error")
+
+// ErrLimit is matched by errors for frames over a Reader's limits (bulk
+// length, aggregate length, nesting depth). Nothing was allocated for the
+// frame. Like a protocol error, it leaves the stream unusable.
+var ErrLimit = errors.New("resp: frame over limit")
+
+// Error is an error reply from the server.
+//
+// Prefix is the reply's first word ("ERR", "NOSCRIPT", "MOVED", ...), which
+// Redis uses as an error code. Test it with errors.Is and a [Prefix]:
+//
+//	if errors.Is(err, resp.NoScript) { ... }
+type Error struct {
+	Prefix  string
+	Message string // the whole reply as sent, prefix included
+}
+
+func newError(msg string) *Error {
+	prefix, _, _ := strings.Cut(msg, " ")
+	return &Error{Prefix: prefix, Message: msg}
+}
+
+func (e *Error) Error() string { return "server error: " + e.Message }
+
+// Is reports whether target is the Prefix of e, so errors.Is matches server
+// errors by their code and never by their text.
+func (e *Error) Is(target error) bool {
+	p, ok := target.(Prefix)
+	return ok && string(p) == e.Prefix
+}
+
+// Prefix is the error code that starts a server error reply. It is an error
+// only so that it can be the target of errors.Is.
+type Prefix string
+
+func (p Prefix) Error() string { return string(p) + " error reply" }
+
+// Error codes that Redis sends and that callers commonly branch on.
+const (
+	Err         Prefix = "ERR"
+	NoScript    Prefix = "NOSCRIPT"
+	WrongType   Prefix = "WRONGTYPE"
+	Moved       Prefix = "MOVED"
+	Ask         Prefix = "ASK"
+	TryAgain    Prefix = "TRYAGAIN"
+	ClusterDown Prefix = "CLUSTERDOWN"
+	CrossSlot   Prefix = "CROSSSLOT"
+	NoPerm      Prefix = "NOPERM"
+	NoAuth      Prefix = "NOAUTH"
+	WrongPass   Prefix = "WRONGPASS"
+	NoProto     Prefix = "NOPROTO"
+	Loading     Prefix = "LOADING"
+	Busy        Prefix = "BUSY"
+	ReadOnly    Prefix = "READONLY"
+	OOM         Prefix = "OOM"
+	ExecAbort   Prefix = "EXECABORT"
+)

@@ -1,0 +1,47 @@
+package resp
+
+// ReaderOption configures a Reader.
+type ReaderOption func(*Reader)
+
+// Limits a Reader applies unless told otherwise.
+const (
+	DefaultMaxBulkLen      = 64 << 20
+	DefaultMaxAggregateLen = 1 << 20
+	DefaultMaxDepth        = 16
+	DefaultBufferSize      = 16 << 10
+)
+
+// WithMaxBulkLen caps the length of one bulk string, verbatim string, bulk
+// error, or simple line, in bytes. Default: DefaultMaxBulkLen (64 MiB); Redis
+// itself accepts up to 512 MiB (proto-max-bulk-len), so raise it to read
+// larger values.
+func WithMaxBulkLen(n int) ReaderOption {
+	return func(r *Reader) { r.maxBulkLen = n }
+}
+
+// WithMaxAggregateLen caps the number of elements of one array, set or push
+// frame; a map or attribute of n pairs counts as 2n. Default:
+// DefaultMaxAggregateLen (1,048,576).
+func WithMaxAggregateLen(n int) ReaderOption {
+	return func(r *Reader) { r.maxAggregateLen = n }
+}
+
+// WithMaxDepth caps how deeply aggregates may nest; a reply that is not an
+// aggregate has depth 0, a flat array depth 1. Default: DefaultMaxDepth (16),
+// far above what any Redis command replies with.
+func WithMaxDepth(n int) ReaderOption {
+	return func(r *Reader) { r.maxDepth = n }
+}
+
+// WithBufferSize sets the size of the Reader's read buffer, which is also the
+// longest line it reads without copying. Default: DefaultBufferSize (16 KiB).
+func WithBufferSize(n int) ReaderOption {
+	return func(r *Reader) { r.bufferSize = n }
+}
+
+// WithRESP2 makes the Reader refuse the RESP3-only frame types, push frames
+// among them, as a connection that did not negotiate RESP3 must. Default:
+// every RESP3 type is accepted.
+func WithRESP2() ReaderOption {
+	return func(r *Reader) { r.resp2 = true }
+}
