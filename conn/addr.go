@@ -1,0 +1,106 @@
+package conn
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+)
+
+// target is where and how to dial, as read from an address.
+type target struct {
+	network, address string
+	useTLS           bool
+	serverName       string
+	// settings carried by a URL; explicit options override them
+	username, password string
+	db                 int
+}
+
+// parseAddr reads "host:port", "redis://[user[:pass]@]host[:port][/db]",
+// "rediss://..." (TLS) or "unix://[user[:pass]@]/path[?db=N]".
+func parseAddr(addr string) (target, error) {
+	if !strings.Contains(addr, "://") {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return target{}, fmt.Errorf("conn: address %q: want host:port or a URL: %w", addr, err)
+		}
+		if host == "" || port == "" {
+			return target{}, fmt.Errorf("conn: address %q: want host:port", addr)
+		}
+		return target{network: "tcp", address: addr, serverName: host}, nil
+	}
+	u, err := url.Parse(addr)
+	if err != nil {
+		return target{}, fmt.Errorf("conn: address: %w", err)
+	}
+	t := target{}
+	if u.User != nil {
+		// "redis://:secret@host" gives a password alone (default user).
+		t.username = u.User.Username()
+		t.password, _ = u.User.Password()
+	}
+	query := u.Query()
+	switch u.Scheme {
+	case "redis", "rediss":
+		if u.Hostname() == "" {
+			return target{}, fmt.Errorf("conn: address %q: no host", addr)
+		}
+		port := u.Port()
+		if port == "" {
+			port = "6379"
+		}
+		t.network = "tcp"
+		t.address = net.JoinHostPort(u.Hostname(), port)
+		t.serverName = u.Hostname()
+		t.useTLS = u.Scheme == "rediss"
+		if p := strings.Trim(u.Path, "/"); p != "" {
+			if t.db, err = parseDB(p); err != nil {
+				return target{}, fmt.Errorf("conn: address %q: %w", addr, err)
+			}
+		}
+	case "unix":
+		if u.Path == "" {
+			return target{}, fmt.Errorf("conn: address %q: no socket path", addr)
+		}
+		t.network, t.address = "unix", u.Path
+	default:
+		return target{}, fmt.Errorf("conn: address %q: unknown scheme %q (want redis, rediss or unix)", addr, u.Scheme)
+	}
+	for key := range query {
+		if key != "db" {
+			return target{}, fmt.Errorf("conn: address %q: unknown parameter %q", addr, key)
+		}
+		if t.db, err = parseDB(query.Get("db")); err != nil {
+			return target{}, fmt.Errorf("conn: address %q: %w", addr, err)
+		}
+	}
+	return t, nil
+}
+
+func parseDB(s string) (int, error) {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("bad database number %q", s)
+	}
+	return n, nil
+}
+
+// resolve merges the address's settings under the explicit options.
+func (t target) resolve(opts []Option) options {
+	o := defaultOptions()
+	o.username, o.password, o.db = t.username, t.password, t.db
+	if t.useTLS {
+		o.tlsConfig = &tls.Config{ServerName: t.serverName, MinVersion: tls.VersionTLS12}
+	}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if o.tlsConfig != nil && o.tlsConfig.ServerName == "" && !o.tlsConfig.InsecureSkipVerify {
+		o.tlsConfig = o.tlsConfig.Clone()
+		o.tlsConfig.ServerName = t.serverName
+	}
+	return o
+}

@@ -1,0 +1,162 @@
+package conn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/batonlock/baton/resp"
+)
+
+// Client is a Conn that redials: a call that finds the connection broken
+// dials a new one first, waiting between failed dials as WithRedialBackoff
+// says. Calls in flight when a connection breaks are not retried; they fail
+// with an *UncertainError, since only the caller knows whether its command
+// may run twice.
+type Client struct {
+	addr   string
+	target target
+	opts   options
+
+	mu       sync.Mutex
+	conn     *Conn         // guarded by mu: the current connection, or nil
+	dialing  chan struct{} // guarded by mu: closed when the dial in progress ends
+	failures int           // guarded by mu: dials failed in a row
+	closed   bool          // guarded by mu
+}
+
+// NewClient returns a Client for addr (see Dial for its forms). It checks
+// the address but does not dial until the first call.
+func NewClient(addr string, opts ...Option) (*Client, error) {
+	t, err := parseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	return &Client{addr: addr, target: t, opts: t.resolve(opts)}, nil
+}
+
+// Do runs one command on the current connection; see Conn.Do.
+func (c *Client) Do(ctx context.Context, args ...string) (resp.Value, error) {
+	cn, err := c.Conn(ctx)
+	if err != nil {
+		return resp.Value{}, err
+	}
+	return cn.Do(ctx, args...)
+}
+
+// DoMulti runs several commands in one write; see Conn.DoMulti.
+func (c *Client) DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, error) {
+	cn, err := c.Conn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return cn.DoMulti(ctx, cmds...)
+}
+
+// Conn returns the current connection, dialing a new one if there is none
+// or it broke. Only one caller dials at a time; the others wait for it.
+func (c *Client) Conn(ctx context.Context) (*Conn, error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return nil, ErrClosed
+		}
+		if c.conn != nil && c.conn.Err() == nil {
+			cn := c.conn
+			c.mu.Unlock()
+			return cn, nil
+		}
+		if c.dialing != nil {
+			wait := c.dialing
+			c.mu.Unlock()
+			select {
+			case <-wait:
+				continue
+			case <-ctx.Done():
+				return nil, fmt.Errorf("conn: waiting for a redial of %s: %w", c.addr, ctx.Err())
+			}
+		}
+		done := make(chan struct{})
+		c.dialing = done
+		broken := c.conn
+		c.conn = nil
+		delay := c.backoff()
+		c.mu.Unlock()
+
+		if broken != nil {
+			_ = broken.Close() // already failed; this waits for its reader
+		}
+		cn, err := c.dial(ctx, delay)
+
+		c.mu.Lock()
+		if err == nil && c.closed {
+			// Close is waiting on done: close the new connection first.
+			c.mu.Unlock()
+			_ = cn.Close()
+			c.mu.Lock()
+			cn, err = nil, ErrClosed
+		}
+		c.dialing = nil
+		close(done)
+		switch {
+		case err == nil:
+			c.conn, c.failures = cn, 0
+		case ctx.Err() == nil && !errors.Is(err, ErrClosed):
+			c.failures++
+		}
+		c.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return cn, nil
+	}
+}
+
+func (c *Client) dial(ctx context.Context, delay time.Duration) (*Conn, error) {
+	if delay > 0 {
+		t := time.NewTimer(delay)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, fmt.Errorf("conn: redial of %s: %w", c.addr, ctx.Err())
+		}
+	}
+	return dialTarget(ctx, c.addr, c.target, c.opts)
+}
+
+// backoff is the wait before the next dial: none after a success, then
+// doubling from the minimum to the maximum, each with up to half of it
+// taken off at random so that many clients do not redial in step.
+func (c *Client) backoff() time.Duration {
+	if c.failures == 0 || c.opts.minBackoff <= 0 {
+		return 0
+	}
+	d := c.opts.minBackoff
+	for i := 1; i < c.failures && d < c.opts.maxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, c.opts.maxBackoff)
+	return d - time.Duration(rand.Int64N(int64(d)/2+1))
+}
+
+// Close closes the current connection and waits for a dial in progress to
+// end (its connection is closed too). Calls after it fail with ErrClosed.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	c.closed = true
+	cn, dialing := c.conn, c.dialing
+	c.conn = nil
+	c.mu.Unlock()
+	if dialing != nil {
+		<-dialing
+	}
+	if cn != nil {
+		return cn.Close()
+	}
+	return nil
+}

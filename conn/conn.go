@@ -1,0 +1,157 @@
+package conn
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/batonlock/baton/resp"
+)
+
+// Conn is one connection to one server, safe for concurrent use. See the
+// package doc for how calls share writes and how replies are matched.
+type Conn struct {
+	nc   net.Conn // wrapped in the tap when there is one
+	opts options
+	rd   *resp.Reader // reader goroutine only
+
+	mu        sync.Mutex
+	wbuf      []byte    // guarded by mu: encoded commands no write has taken yet
+	cuts      []int     // guarded by mu: offsets in wbuf where a write must end
+	segStart  int       // guarded by mu: offset in wbuf where the last cut was made
+	spare     []byte    // guarded by mu: a finished write's buffer, for reuse
+	spareCuts []int     // guarded by mu
+	writing   bool      // guarded by mu: some caller is writing for everyone
+	pending   callQueue // guarded by mu: calls whose replies are due, in wire order
+	err       error     // guarded by mu: why the connection stopped; set once
+
+	readerDone chan struct{} // closed when the reader goroutine has returned
+}
+
+// newConn takes over nc, which has completed any TLS handshake, and starts
+// the reader goroutine.
+func newConn(nc net.Conn, o options) *Conn {
+	if o.tap != nil {
+		nc = &tappedConn{Conn: nc, tap: o.tap}
+	}
+	c := &Conn{nc: nc, opts: o, readerDone: make(chan struct{})}
+	readerOpts := o.readerOptions
+	if !o.resp3 {
+		readerOpts = append([]resp.ReaderOption{resp.WithRESP2()}, readerOpts...)
+	}
+	var src interface{ Read([]byte) (int, error) } = nc
+	if o.readTimeout > 0 {
+		src = &deadlineReader{c: c}
+	}
+	c.rd = resp.NewReader(src, readerOpts...)
+	go c.readLoop()
+	return c
+}
+
+// Do sends one command and returns its reply. An error reply from the
+// server comes back as the value and as an error matching *resp.Error.
+func (c *Conn) Do(ctx context.Context, args ...string) (resp.Value, error) {
+	if len(args) == 0 {
+		return resp.Value{}, ErrEmptyCommand
+	}
+	cl := newCall(nil)
+	if err := c.send(ctx, cl, args); err != nil {
+		cl.release()
+		return resp.Value{}, fmt.Errorf("conn: %s: %w", args[0], err)
+	}
+	if err := c.wait(ctx, cl); err != nil {
+		return resp.Value{}, fmt.Errorf("conn: %s: %w", args[0], err)
+	}
+	v := cl.one[0]
+	cl.release()
+	if err := v.Err(); err != nil {
+		return v, fmt.Errorf("conn: %s: %w", args[0], err)
+	}
+	return v, nil
+}
+
+// DoMulti sends several commands contiguously, in one write, and returns
+// their replies in order. Error replies stay values (see resp.Value.Err); the
+// error is for the call as a whole: a context that ended, or a connection
+// that failed.
+func (c *Conn) DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, error) {
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	for _, cmd := range cmds {
+		if len(cmd) == 0 {
+			return nil, ErrEmptyCommand
+		}
+	}
+	cl := newCall(make([]resp.Value, len(cmds)))
+	if err := c.send(ctx, cl, cmds...); err != nil {
+		cl.release()
+		return nil, fmt.Errorf("conn: %s and %d more: %w", cmds[0][0], len(cmds)-1, err)
+	}
+	if err := c.wait(ctx, cl); err != nil {
+		return nil, fmt.Errorf("conn: %s and %d more: %w", cmds[0][0], len(cmds)-1, err)
+	}
+	replies := cl.replies
+	cl.release()
+	return replies, nil
+}
+
+// wait blocks until the call is settled or ctx ends. A caller that gives up
+// leaves its call queued: the reader still consumes and drops its replies.
+func (c *Conn) wait(ctx context.Context, cl *call) error {
+	select {
+	case <-cl.done:
+	case <-ctx.Done():
+		if cl.abandon() {
+			return ctx.Err()
+		}
+		<-cl.done // the reply won the race; take it
+	}
+	return cl.err
+}
+
+// Err returns why the connection stopped (wrapping ErrBroken, or ErrClosed),
+// or nil while it is usable.
+func (c *Conn) Err() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err
+}
+
+// Pending returns how many calls are waiting for replies, abandoned ones
+// included: their replies are still to be read and dropped.
+func (c *Conn) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pending.len()
+}
+
+// RemoteAddr is the server's address.
+func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
+
+// Close closes the connection, fails the calls in flight with an
+// *UncertainError, and waits for the reader goroutine to return.
+func (c *Conn) Close() error {
+	c.mu.Lock()
+	c.failLocked(ErrClosed)
+	c.mu.Unlock()
+	<-c.readerDone
+	return nil
+}
+
+// failLocked stops the connection for good with err: it closes the socket,
+// which ends the reader and any write in progress, and settles every call
+// in flight.
+func (c *Conn) failLocked(err error) {
+	if c.err != nil {
+		return
+	}
+	c.err = err
+	_ = c.nc.Close() // the connection is done either way
+	uncertain := &UncertainError{Cause: err}
+	for _, cl := range c.pending.drain() {
+		cl.complete(uncertain)
+	}
+	c.wbuf, c.cuts, c.spare, c.spareCuts = nil, nil, nil, nil
+}

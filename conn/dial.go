@@ -1,0 +1,100 @@
+package conn
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+)
+
+// Dial connects to addr and runs the handshake. addr is "host:port" or a
+// URL: redis://[user[:password]@]host[:port][/db], rediss://... for TLS, or
+// unix://[user[:password]@]/path/to/socket[?db=N]. Options override what the
+// URL says.
+func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
+	if ctx == nil {
+		return nil, errors.New("conn: Dial: nil context")
+	}
+	t, err := parseAddr(addr)
+	if err != nil {
+		return nil, err
+	}
+	return dialTarget(ctx, addr, t, t.resolve(opts))
+}
+
+func dialTarget(ctx context.Context, addr string, t target, o options) (*Conn, error) {
+	if o.dialTimeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.dialTimeout)
+		defer cancel()
+	}
+	var d net.Dialer
+	nc, err := d.DialContext(ctx, t.network, t.address)
+	if err != nil {
+		return nil, fmt.Errorf("conn: dial %s: %w", addr, err)
+	}
+	if o.tlsConfig != nil {
+		tc := tls.Client(nc, o.tlsConfig)
+		if err := tc.HandshakeContext(ctx); err != nil {
+			_ = nc.Close()
+			return nil, fmt.Errorf("conn: dial %s: TLS handshake: %w", addr, err)
+		}
+		nc = tc
+	}
+	c := newConn(nc, o)
+	if err := c.handshake(ctx); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("conn: dial %s: handshake: %w", addr, err)
+	}
+	return c, nil
+}
+
+// handshake sends HELLO or AUTH, SELECT and CLIENT SETNAME in one write and
+// checks every reply.
+func (c *Conn) handshake(ctx context.Context) error {
+	o := c.opts
+	var cmds [][]string
+	if o.resp3 {
+		hello := []string{"HELLO", "3"}
+		if o.password != "" {
+			user := o.username
+			if user == "" {
+				user = "default"
+			}
+			hello = append(hello, "AUTH", user, o.password)
+		}
+		if o.clientName != "" {
+			hello = append(hello, "SETNAME", o.clientName)
+		}
+		cmds = append(cmds, hello)
+	} else {
+		if o.password != "" {
+			auth := []string{"AUTH", o.password}
+			if o.username != "" {
+				auth = []string{"AUTH", o.username, o.password}
+			}
+			cmds = append(cmds, auth)
+		}
+		if o.clientName != "" {
+			cmds = append(cmds, []string{"CLIENT", "SETNAME", o.clientName})
+		}
+	}
+	if o.db != 0 {
+		cmds = append(cmds, []string{"SELECT", strconv.Itoa(o.db)})
+	}
+	if len(cmds) == 0 {
+		return nil
+	}
+	replies, err := c.DoMulti(ctx, cmds...)
+	if err != nil {
+		return err
+	}
+	for i, r := range replies {
+		if err := r.Err(); err != nil {
+			return fmt.Errorf("%s: %w", cmds[i][0], err)
+		}
+	}
+	return nil
+}

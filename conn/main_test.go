@@ -1,0 +1,49 @@
+package conn_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/batonlock/baton/conn"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// dial connects to addr and closes the connection when the test ends.
+func dial(t testing.TB, addr string, opts ...conn.Option) *conn.Conn {
+	t.Helper()
+	c, err := conn.Dial(context.Background(), addr, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	return c
+}
+
+// wireLog records what a tap sees, one entry per socket Write or Read.
+type wireLog struct {
+	mu     sync.Mutex
+	writes [][]byte
+	reads  [][]byte
+}
+
+func (w *wireLog) tap(dir conn.Direction, p []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b := append([]byte(nil), p...)
+	if dir == conn.Write {
+		w.writes = append(w.writes, b)
+	} else {
+		w.reads = append(w.reads, b)
+	}
+}
+
+func (w *wireLog) Writes() [][]byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([][]byte(nil), w.writes...)
+}
