@@ -1,0 +1,27 @@
+GO ?= go
+BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c9c6c9d4da
+BENCH_COUNT ?= 10
+FUZZ_TIME ?= 30s
+
+.PHONY: test lint bench fuzz
+
+# The test command: formatting, vet, then every test with the race detector,
+# including those against a real redis-server.
+test: lint
+	$(GO) test -race -count=1 ./...
+
+lint:
+	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# Benchmarks, repeated and interleaved, then the ratios each claim in the
+# README rests on, computed by benchstat from the same run.
+bench:
+	@mkdir -p .bench
+	$(GO) test -run '^$$' -bench . -benchmem -count $(BENCH_COUNT) ./resp/ ./conn/ | tee .bench/all.txt
+	$(BENCHSTAT) -filter '.name:Do' -col /impl .bench/all.txt
+	$(BENCHSTAT) -filter '.name:DoParallel' -col /goroutines .bench/all.txt
+
+# A short fuzz run of the RESP reader against its oracle.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzReader -fuzztime $(FUZZ_TIME) ./resp/

@@ -1,0 +1,99 @@
+package conn_test
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+)
+
+// BenchmarkDo compares one goroutine's PING round trip through Conn.Do with
+// the same round trip as a bare write and read on a net.Conn, against the
+// same server in the same run. Compare the two with
+//
+//	benchstat -col /impl
+func BenchmarkDo(b *testing.B) {
+	srv := redistest.Start(b)
+	b.Run("impl=raw", func(b *testing.B) {
+		nc, err := net.Dial("tcp", srv.Addr)
+		require.NoError(b, err)
+		defer nc.Close()
+		br := bufio.NewReader(nc)
+		ping := []byte("*1\r\n$4\r\nPING\r\n")
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := nc.Write(ping); err != nil {
+				b.Fatal(err)
+			}
+			line, err := br.ReadSlice('\n')
+			if err != nil || string(line) != "+PONG\r\n" {
+				b.Fatalf("%q %v", line, err)
+			}
+		}
+	})
+	b.Run("impl=conn", func(b *testing.B) {
+		c := dial(b, srv.Addr)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := c.Do(ctx, "PING"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkDoParallel measures PING throughput on one Conn from 1 and from
+// 64 goroutines; coalesced writes are what make the second faster. Compare
+// with
+//
+//	benchstat -col /goroutines
+func BenchmarkDoParallel(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, goroutines := range []int{1, 64} {
+		b.Run("goroutines="+strconv.Itoa(goroutines), func(b *testing.B) {
+			c := dial(b, srv.Addr)
+			ctx := context.Background()
+			b.ReportAllocs()
+			// RunParallel starts parallelism × GOMAXPROCS goroutines.
+			b.SetParallelism(max(1, goroutines/runtime.GOMAXPROCS(0)))
+			if goroutines == 1 {
+				for b.Loop() {
+					if _, err := c.Do(ctx, "PING"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				return
+			}
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if _, err := c.Do(ctx, "PING"); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+		})
+	}
+}
+
+// BenchmarkDoMulti sends PING and a release-style EVAL in one call.
+func BenchmarkDoMulti(b *testing.B) {
+	srv := redistest.Start(b)
+	c := dial(b, srv.Addr)
+	ctx := context.Background()
+	ping := []string{"PING"}
+	eval := []string{"EVAL", releaseScript, "1", "lock:{bench}", "token"}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := c.DoMulti(ctx, ping, eval); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package redistest
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// writeConf writes the redis.conf the server runs with. Settings that tests
+// may want to change come before the user's lines, because redis-server
+// lets a later line win; settings the Server's fields depend on come after,
+// so that no line can move the server away from the addresses it reports.
+func (s *Server) writeConf() error {
+	var b strings.Builder
+	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
+
+	line("# written by redistest; later lines win")
+	line(`save ""`) // nothing to persist: every server is thrown away
+	line("appendonly no")
+	for _, l := range s.lines {
+		line("%s", l)
+	}
+	line("bind 127.0.0.1")
+	line("port %d", s.port)
+	line("daemonize no") // Stop must signal the process it started
+	line("dir %s", quoteConf(s.dir))
+	line(`logfile ""`) // stdout, which goes to the log file Start reads
+	if s.UnixSocket != "" {
+		line("unixsocket %s", quoteConf(s.UnixSocket))
+		line("unixsocketperm 700")
+	}
+	if s.tls != nil {
+		line("tls-port %d", s.tlsPort)
+		line("tls-cert-file %s", quoteConf(s.tls.cert))
+		line("tls-key-file %s", quoteConf(s.tls.key))
+		line("tls-ca-cert-file %s", quoteConf(s.tls.caCert))
+		line("tls-auth-clients no")
+	}
+	return os.WriteFile(s.confPath, []byte(b.String()), 0o600)
+}
+
+// quoteConf quotes a path for redis.conf, whose parser splits on spaces and
+// understands backslash escapes inside double quotes.
+func quoteConf(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"`
+}
+
+// requirePass returns the password the last requirepass line sets, or ""
+// when no line sets one. It reads the forms tests write: a bare word, or
+// the rest of the line in double quotes (with C escapes) or single quotes;
+// redis-server's full quoting rules are not worth copying here. Only
+// requirepass is understood: a server whose users are set up with ACL
+// lines needs AUTH commands of its own.
+func requirePass(lines []string) string {
+	pass := ""
+	for _, text := range lines {
+		// One WithConfig argument may hold several lines.
+		for l := range strings.Lines(text) {
+			l = strings.TrimSpace(l)
+			f := strings.Fields(l)
+			if len(f) >= 2 && strings.EqualFold(f[0], "requirepass") {
+				pass = unquoteConf(strings.TrimSpace(l[len(f[0]):]))
+			}
+		}
+	}
+	return pass
+}
+
+// unquoteConf strips the quotes redis-server would strip from one
+// argument. Inside double quotes it takes C escapes, which strconv.Unquote
+// reads alike.
+func unquoteConf(w string) string {
+	if len(w) >= 2 && w[0] == '\'' && w[len(w)-1] == '\'' {
+		return w[1 : len(w)-1]
+	}
+	if len(w) >= 2 && w[0] == '"' {
+		if u, err := strconv.Unquote(w); err == nil {
+			return u
+		}
+	}
+	return w
+}

@@ -1,0 +1,35 @@
+package redistest
+
+// Option configures a Server started by Start.
+type Option func(*config)
+
+// config collects what the options ask for before Start acts on it.
+type config struct {
+	lines []string // raw redis.conf lines from WithConfig, in order
+	unix  bool
+	tls   bool
+}
+
+// WithConfig adds raw redis.conf lines, such as `notify-keyspace-events ""`,
+// "io-threads 4" or "requirepass secret". They are written after the
+// defaults that may be overridden (save "", appendonly no) and before the
+// settings the Server's fields depend on (bind, port, unixsocket, tls-*,
+// dir, daemonize, logfile), which therefore cannot be overridden. If a line
+// sets requirepass, Server.Do authenticates with it. Default: no extra lines.
+func WithConfig(lines ...string) Option {
+	return func(c *config) { c.lines = append(c.lines, lines...) }
+}
+
+// WithUnixSocket makes the server also listen on a unix socket, whose path
+// is then in Server.UnixSocket. Default: TCP only.
+func WithUnixSocket() Option {
+	return func(c *config) { c.unix = true }
+}
+
+// WithTLS makes the server also listen on a TLS port, whose address is then
+// in Server.TLSAddr, with a certificate from a throwaway CA that
+// Server.TLSConfig trusts. Clients are not asked for certificates. Default:
+// no TLS.
+func WithTLS() Option {
+	return func(c *config) { c.tls = true }
+}

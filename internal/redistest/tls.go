@@ -1,0 +1,101 @@
+package redistest
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// tlsFiles are the PEM files redis-server reads for its TLS port.
+type tlsFiles struct {
+	caCert, cert, key string
+}
+
+// writeTLSFiles makes a throwaway CA and a server certificate it signs,
+// writes them to dir for redis-server, and returns the files and a client
+// configuration that trusts the CA. A fresh CA per server means no test can
+// come to depend on a certificate another test made.
+func writeTLSFiles(dir string) (tlsFiles, *tls.Config, error) {
+	// The window starts in the past so that a clock slightly behind the
+	// one that signed does not reject the certificates as not yet valid.
+	notBefore := time.Now().Add(-time.Hour)
+	notAfter := time.Now().Add(24 * time.Hour)
+
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tlsFiles{}, nil, err
+	}
+	// SerialNumber is left nil: CreateCertificate then picks a random one.
+	caTemplate := &x509.Certificate{
+		Subject:               pkix.Name{CommonName: "redistest CA"},
+		NotBefore:             notBefore,
+		NotAfter:              notAfter,
+		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
+	if err != nil {
+		return tlsFiles{}, nil, err
+	}
+	ca, err := x509.ParseCertificate(caDER)
+	if err != nil {
+		return tlsFiles{}, nil, err
+	}
+
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return tlsFiles{}, nil, err
+	}
+	template := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "localhost"},
+		NotBefore:   notBefore,
+		NotAfter:    notAfter,
+		KeyUsage:    x509.KeyUsageDigitalSignature,
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		// Both names a test may dial: the address the server binds, and
+		// the host name a URL in a test may use.
+		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
+		DNSNames:    []string{"localhost"},
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
+	if err != nil {
+		return tlsFiles{}, nil, err
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return tlsFiles{}, nil, err
+	}
+
+	files := tlsFiles{
+		caCert: filepath.Join(dir, "ca.crt"),
+		cert:   filepath.Join(dir, "server.crt"),
+		key:    filepath.Join(dir, "server.key"),
+	}
+	if err := writePEM(files.caCert, "CERTIFICATE", caDER); err != nil {
+		return tlsFiles{}, nil, err
+	}
+	if err := writePEM(files.cert, "CERTIFICATE", der); err != nil {
+		return tlsFiles{}, nil, err
+	}
+	if err := writePEM(files.key, "PRIVATE KEY", keyDER); err != nil {
+		return tlsFiles{}, nil, err
+	}
+
+	pool := x509.NewCertPool()
+	pool.AddCert(ca)
+	return files, &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, nil
+}
+
+func writePEM(path, blockType string, der []byte) error {
+	data := pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der})
+	return os.WriteFile(path, data, 0o600)
+}
