@@ -16,6 +16,12 @@ type call struct {
 	one     [1]resp.Value
 	err     error // set before done when the connection failed
 
+	// answeredByPush marks a DoPush call: its command is answered by push
+	// frames and its one reply is the PING's that follows, unless an error
+	// reply to the command comes first, which is then kept as the result.
+	answeredByPush bool
+	commandFailed  bool // reader goroutine only
+
 	// state settles the race between the reply and the caller giving up:
 	// whoever moves it away from waiting decides.
 	state atomic.Int32
@@ -39,6 +45,7 @@ func newCall(replies []resp.Value) *call {
 		replies = c.one[:]
 	}
 	c.n, c.got, c.err, c.replies = len(replies), 0, nil, replies
+	c.answeredByPush, c.commandFailed = false, false
 	c.state.Store(waiting)
 	return c
 }

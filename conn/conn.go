@@ -26,6 +26,7 @@ type Conn struct {
 	pending   callQueue // guarded by mu: calls whose replies are due, in wire order
 	err       error     // guarded by mu: why the connection stopped; set once
 
+	stopped    chan struct{} // closed when err is set
 	readerDone chan struct{} // closed when the reader goroutine has returned
 }
 
@@ -35,7 +36,7 @@ func newConn(nc net.Conn, o options) *Conn {
 	if o.tap != nil {
 		nc = &tappedConn{Conn: nc, tap: o.tap}
 	}
-	c := &Conn{nc: nc, opts: o, readerDone: make(chan struct{})}
+	c := &Conn{nc: nc, opts: o, stopped: make(chan struct{}), readerDone: make(chan struct{})}
 	readerOpts := o.readerOptions
 	if !o.resp3 {
 		readerOpts = append([]resp.ReaderOption{resp.WithRESP2()}, readerOpts...)
@@ -119,6 +120,42 @@ func (c *Conn) Err() error {
 	return c.err
 }
 
+// DoPush runs a command whose answers come as push frames rather than as a
+// reply: SUBSCRIBE, UNSUBSCRIBE and their kin under RESP3. It sends the
+// command and a PING in one write and returns once the PING is answered, by
+// which time the server has run the command; the push frames themselves go
+// to the WithPushHandler handler. An error reply to the command is returned
+// as the error. It needs RESP3 (WithRESP3).
+func (c *Conn) DoPush(ctx context.Context, args ...string) error {
+	if len(args) == 0 {
+		return ErrEmptyCommand
+	}
+	if !c.opts.resp3 {
+		return fmt.Errorf("conn: %s: DoPush needs a RESP3 connection (WithRESP3)", args[0])
+	}
+	cl := newCall(nil)
+	cl.answeredByPush = true
+	if err := c.send(ctx, cl, args, pingCommand); err != nil {
+		cl.release()
+		return fmt.Errorf("conn: %s: %w", args[0], err)
+	}
+	if err := c.wait(ctx, cl); err != nil {
+		return fmt.Errorf("conn: %s: %w", args[0], err)
+	}
+	v := cl.one[0]
+	cl.release()
+	if err := v.Err(); err != nil {
+		return fmt.Errorf("conn: %s: %w", args[0], err)
+	}
+	return nil
+}
+
+var pingCommand = []string{"PING"}
+
+// Done is closed when the connection stops, broken or closed; Err then
+// says why.
+func (c *Conn) Done() <-chan struct{} { return c.stopped }
+
 // Pending returns how many calls are waiting for replies, abandoned ones
 // included: their replies are still to be read and dropped.
 func (c *Conn) Pending() int {
@@ -148,6 +185,7 @@ func (c *Conn) failLocked(err error) {
 		return
 	}
 	c.err = err
+	close(c.stopped)
 	_ = c.nc.Close() // the connection is done either way
 	uncertain := &UncertainError{Cause: err}
 	for _, cl := range c.pending.drain() {

@@ -34,7 +34,15 @@ func (c *Conn) readLoop() {
 			c.mu.Unlock()
 			return
 		}
-		cl.replies[cl.got] = v
+		if cl.answeredByPush && !cl.commandFailed && v.Err() != nil {
+			// The command itself was refused; its PING's reply is next.
+			cl.replies[0], cl.commandFailed = v, true
+			c.mu.Unlock()
+			continue
+		}
+		if !cl.commandFailed {
+			cl.replies[cl.got] = v
+		}
 		cl.got++
 		finished := cl.got == cl.n
 		if finished {
