@@ -111,13 +111,13 @@ func (r *Reader) readPlain(t Type, depth int) (Value, error) {
 	v := Value{Type: t}
 	switch t {
 	case SimpleString, ErrorReply:
-		line, err := r.readLine()
+		line, err := r.readText()
 		if err != nil {
 			return v, err
 		}
 		v.Str = r.intern(line)
 	case Integer:
-		line, err := r.readLine()
+		line, err := r.readNumberLine()
 		if err != nil {
 			return v, err
 		}
@@ -149,7 +149,7 @@ func (r *Reader) readPlain(t Type, depth int) (Value, error) {
 			return v, err
 		}
 	case Null:
-		line, err := r.readLine()
+		line, err := r.readNumberLine()
 		if err != nil {
 			return v, err
 		}
@@ -157,7 +157,7 @@ func (r *Reader) readPlain(t Type, depth int) (Value, error) {
 			return v, protocolError("null frame with payload %q", line)
 		}
 	case Boolean:
-		line, err := r.readLine()
+		line, err := r.readNumberLine()
 		if err != nil {
 			return v, err
 		}
@@ -169,7 +169,7 @@ func (r *Reader) readPlain(t Type, depth int) (Value, error) {
 			return v, protocolError("bad boolean %q", line)
 		}
 	case Double:
-		line, err := r.readLine()
+		line, err := r.readText()
 		if err != nil {
 			return v, err
 		}
@@ -179,7 +179,7 @@ func (r *Reader) readPlain(t Type, depth int) (Value, error) {
 		}
 		v.Float, v.Str = f, r.intern(line)
 	case BigNumber:
-		line, err := r.readLine()
+		line, err := r.readText()
 		if err != nil {
 			return v, err
 		}
@@ -259,7 +259,7 @@ func (r *Reader) readElemsOf(t Type, n int, elems []Value, depth int) ([]Value, 
 // readLength reads a count line and checks it against limit. Only RESP2's
 // bulk and array may be -1, their null; the result is then -1.
 func (r *Reader) readLength(t Type, limit int) (int, error) {
-	line, err := r.readLine()
+	line, err := r.readNumberLine()
 	if err != nil {
 		return 0, err
 	}
@@ -277,19 +277,42 @@ func (r *Reader) readLength(t Type, limit int) (int, error) {
 	return int(n), nil
 }
 
-// readLine returns the next CRLF-terminated line without its CRLF. The slice
-// is valid until the next read.
-func (r *Reader) readLine() ([]byte, error) {
+// maxNumberLine caps the lines that carry a number or a flag (integer,
+// length, boolean, null). The longest valid one, "-9223372036854775808",
+// has 20 bytes; the margin admits leading zeros.
+const maxNumberLine = 64
+
+// readText reads the line of a simple string, error, double or big number,
+// whose text counts against the bulk length limit.
+func (r *Reader) readText() ([]byte, error) {
+	return r.readLine(r.maxBulkLen, ErrLimit)
+}
+
+// readNumberLine reads a line that carries a number or a flag. One longer
+// than maxNumberLine cannot be valid: it is a protocol error.
+func (r *Reader) readNumberLine() ([]byte, error) {
+	return r.readLine(maxNumberLine, ErrProtocol)
+}
+
+// readLine returns the next CRLF-terminated line without its CRLF. A line
+// whose text is longer than limit fails with an error matching tooLong, as
+// soon as that is known. The slice is valid until the next read.
+func (r *Reader) readLine(limit int, tooLong error) ([]byte, error) {
 	line, err := r.br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
-		r.long = append(r.long[:0], line...)
+		r.long = r.long[:0]
 		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(r.long) > r.maxBulkLen {
-				return nil, fmt.Errorf("%w: line longer than %d bytes", ErrLimit, r.maxBulkLen)
+			// With no LF yet, the line's text is at least every byte read
+			// so far but the last, which may be its CR. That is checked
+			// before the bytes are copied, so an over-long line costs
+			// nothing.
+			if len(r.long)+len(line)-1 > limit {
+				return nil, lineTooLong(tooLong, limit)
 			}
-			line, err = r.br.ReadSlice('\n')
 			r.long = append(r.long, line...)
+			line, err = r.br.ReadSlice('\n')
 		}
+		r.long = append(r.long, line...)
 		line = r.long
 		if cap(r.long) > 4*r.bufferSize {
 			r.long = nil // do not keep a rare huge line's buffer
@@ -303,10 +326,17 @@ func (r *Reader) readLine() ([]byte, error) {
 		return nil, protocolError("line ends in a bare LF")
 	}
 	line = line[:n-2]
+	if len(line) > limit {
+		return nil, lineTooLong(tooLong, limit)
+	}
 	if bytes.IndexByte(line, '\r') >= 0 {
 		return nil, protocolError("CR inside a line")
 	}
 	return line, nil
+}
+
+func lineTooLong(kind error, limit int) error {
+	return fmt.Errorf("%w: line longer than %d bytes", kind, limit)
 }
 
 // readBulk reads an n-byte payload and its CRLF.
@@ -328,7 +358,9 @@ func (r *Reader) readBulk(n int) (string, error) {
 		if len(buf) == cap(buf) {
 			buf = slices.Grow(buf, min(cap(buf), n+2-len(buf)))
 		}
-		m, err := io.ReadFull(r.br, buf[len(buf):cap(buf)])
+		// Grow may round the capacity up past the frame: read no further
+		// than its CRLF, or the next frame's bytes would be swallowed.
+		m, err := io.ReadFull(r.br, buf[len(buf):min(cap(buf), n+2)])
 		buf = buf[:len(buf)+m]
 		if err != nil {
 			return "", err

@@ -12,9 +12,9 @@ const (
 )
 
 // WithMaxBulkLen caps the length of one bulk string, verbatim string, bulk
-// error, or simple line, in bytes. Default: DefaultMaxBulkLen (64 MiB); Redis
-// itself accepts up to 512 MiB (proto-max-bulk-len), so raise it to read
-// larger values.
+// error, or line of text (simple string, error, double, big number), in
+// bytes. Default: DefaultMaxBulkLen (64 MiB); Redis itself accepts up to
+// 512 MiB (proto-max-bulk-len), so raise it to read larger values.
 func WithMaxBulkLen(n int) ReaderOption {
 	return func(r *Reader) { r.maxBulkLen = n }
 }
