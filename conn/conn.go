@@ -164,6 +164,9 @@ func (c *Conn) Pending() int {
 	return c.pending.len()
 }
 
+// DB is the logical database the connection selected during the handshake.
+func (c *Conn) DB() int { return c.opts.db }
+
 // RemoteAddr is the server's address.
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 

@@ -1,0 +1,76 @@
+package subscriber_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/subscriber"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func newSubscriber(t *testing.T, srv *redistest.Server, opts ...subscriber.Option) *subscriber.Subscriber {
+	t.Helper()
+	s, err := subscriber.New(context.Background(), srv.Addr, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, s.Close()) })
+	return s
+}
+
+func watch(t *testing.T, s *subscriber.Subscriber, key string) *subscriber.Waiter {
+	t.Helper()
+	w, err := s.Watch(context.Background(), key)
+	require.NoError(t, err)
+	t.Cleanup(w.Close)
+	return w
+}
+
+// woken reports whether w has a wake-up pending, taking it.
+func woken(w *subscriber.Waiter) bool {
+	select {
+	case <-w.Wake():
+		return true
+	default:
+		return false
+	}
+}
+
+func requireWoken(t *testing.T, w *subscriber.Waiter) {
+	t.Helper()
+	select {
+	case <-w.Wake():
+	case <-time.After(5 * time.Second):
+		t.Fatal("waiter not woken")
+	}
+}
+
+// release makes key's lock go away with a del event.
+func release(t *testing.T, srv *redistest.Server, key string) {
+	t.Helper()
+	srv.Do(t, "SET", key, "x")
+	srv.Do(t, "DEL", key)
+}
+
+// barrier waits until every keyspace event published before it has been
+// handled: events reach the subscriber in order, so once a sentinel key's
+// waiter is woken, all earlier events have been dealt with.
+func barrier(t *testing.T, s *subscriber.Subscriber, srv *redistest.Server) {
+	t.Helper()
+	sentinel := watch(t, s, "sentinel")
+	release(t, srv, "sentinel")
+	requireWoken(t, sentinel)
+	sentinel.Close()
+}
+
+func numsub(t *testing.T, srv *redistest.Server, channel string) int64 {
+	t.Helper()
+	v := srv.Do(t, "PUBSUB", "NUMSUB", channel)
+	return v.Elems[1].Int
+}

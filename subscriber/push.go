@@ -1,0 +1,37 @@
+package subscriber
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/batonlock/baton/resp"
+)
+
+// onPush handles a push frame on the connection's reader goroutine. It only
+// signals waiters, so it never blocks.
+func (s *Subscriber) onPush(v resp.Value) {
+	if len(v.Elems) != 3 || v.Elems[0].Str != "message" {
+		return // subscribe confirmations and other kinds
+	}
+	channel, payload := v.Elems[1].Str, v.Elems[2].Str
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if channel == s.channel {
+		id, err := strconv.ParseUint(payload, 10, 64)
+		if err != nil {
+			return // not ours to understand
+		}
+		if w := s.directed[id]; w != nil {
+			w.signal()
+		}
+		return
+	}
+	key, ok := strings.CutPrefix(channel, s.keyspacePrefix)
+	if !ok {
+		return
+	}
+	switch payload {
+	case "del", "expired", "evicted":
+		s.wakeNextLocked(key)
+	}
+}

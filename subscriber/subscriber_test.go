@@ -1,0 +1,193 @@
+package subscriber_test
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/subscriber"
+)
+
+func TestWatchReturnsWithTheSubscriptionInPlace(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv)
+	w := watch(t, s, "lock:{a}")
+	require.Equal(t, int64(1), numsub(t, srv, "__keyspace@0__:lock:{a}"))
+	release(t, srv, "lock:{a}")
+	requireWoken(t, w)
+}
+
+func TestKeyspaceEventsAreTurnedOnKeepingOtherFlags(t *testing.T) {
+	for _, tt := range []struct{ initial, mustHave string }{
+		{initial: `""`, mustHave: "Kgxe"},
+		{initial: "Elh", mustHave: "ElhKgxe"},
+		{initial: "KA", mustHave: "KA"},
+	} {
+		t.Run(tt.initial, func(t *testing.T) {
+			srv := redistest.Start(t, redistest.WithConfig("notify-keyspace-events "+tt.initial))
+			newSubscriber(t, srv)
+			got := srv.Do(t, "CONFIG", "GET", "notify-keyspace-events").Elems[1].Str
+			for _, flag := range tt.mustHave {
+				require.Contains(t, got, string(flag))
+			}
+		})
+	}
+}
+
+func TestExpiryWakesAWaiter(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithConfig(`notify-keyspace-events ""`))
+	s := newSubscriber(t, srv)
+	w := watch(t, s, "lease")
+	srv.Do(t, "SET", "lease", "x", "PX", "20")
+	requireWoken(t, w)
+}
+
+func TestRefusedConfigNamesTheSetting(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithConfig(`rename-command CONFIG ""`))
+	_, err := subscriber.New(context.Background(), srv.Addr)
+	require.ErrorIs(t, err, subscriber.ErrKeyspaceEvents)
+	require.ErrorContains(t, err, "notify-keyspace-events")
+	require.ErrorContains(t, err, "WithKeyspaceEventsConfigured")
+
+	// An operator who configured the server says so, and New succeeds.
+	newSubscriber(t, srv, subscriber.WithKeyspaceEventsConfigured())
+}
+
+func TestWaitersAreWokenOneAtATimeInArrivalOrder(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv)
+	first, second, third := watch(t, s, "k"), watch(t, s, "k"), watch(t, s, "k")
+
+	release(t, srv, "k")
+	barrier(t, s, srv)
+	require.Equal(t, []bool{true, false, false}, []bool{woken(first), woken(second), woken(third)})
+
+	// The first waiter got the lock and left; the next release is the
+	// second's.
+	first.Close()
+	release(t, srv, "k")
+	barrier(t, s, srv)
+	require.Equal(t, []bool{true, false}, []bool{woken(second), woken(third)})
+
+	// Two releases while the second has not taken its wake-up: the third
+	// gets the other one.
+	release(t, srv, "k")
+	release(t, srv, "k")
+	barrier(t, s, srv)
+	require.Equal(t, []bool{true, true}, []bool{woken(second), woken(third)})
+}
+
+func TestALeavingWaiterPassesOnAWakeUpItDidNotTake(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv)
+	first, second := watch(t, s, "k"), watch(t, s, "k")
+	release(t, srv, "k")
+	barrier(t, s, srv)
+	first.Close() // woken, but gave up before taking it
+	require.True(t, woken(second))
+}
+
+func TestTheLastWaiterLeavingDropsTheSubscription(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv)
+	a, b := watch(t, s, "k"), watch(t, s, "k")
+	a.Close()
+	require.Equal(t, int64(1), numsub(t, srv, "__keyspace@0__:k"))
+	b.Close()
+	require.Eventually(t, func() bool { return numsub(t, srv, "__keyspace@0__:k") == 0 }, 5*time.Second, time.Millisecond)
+
+	// And a new waiter subscribes again.
+	c := watch(t, s, "k")
+	require.Equal(t, int64(1), numsub(t, srv, "__keyspace@0__:k"))
+	release(t, srv, "k")
+	requireWoken(t, c)
+}
+
+func TestCancelledWatchLeavesNothingBehind(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := s.Watch(ctx, "k")
+	require.ErrorIs(t, err, context.Canceled)
+	require.Eventually(t, func() bool { return numsub(t, srv, "__keyspace@0__:k") == 0 }, 5*time.Second, time.Millisecond)
+	w := watch(t, s, "k")
+	release(t, srv, "k")
+	requireWoken(t, w)
+}
+
+func TestDirectedWakeUpsWakeOnlyTheirWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv)
+	a, err := s.Directed()
+	require.NoError(t, err)
+	defer a.Close()
+	b, err := s.Directed()
+	require.NoError(t, err)
+	defer b.Close()
+	require.NotEqual(t, a.ID(), b.ID())
+	require.True(t, strings.HasPrefix(s.Channel(), "baton:wake:"))
+
+	srv.Do(t, "PUBLISH", s.Channel(), strconv.FormatUint(b.ID(), 10))
+	requireWoken(t, b)
+	require.False(t, woken(a))
+	srv.Do(t, "PUBLISH", s.Channel(), "not a number")
+	srv.Do(t, "PUBLISH", s.Channel(), strconv.FormatUint(a.ID(), 10))
+	requireWoken(t, a)
+}
+
+func TestReconnectResubscribesAndWakesEveryWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv, subscriber.WithConnOptions(conn.WithRedialBackoff(time.Millisecond, 10*time.Millisecond)))
+	w := watch(t, s, "k")
+	d, err := s.Directed()
+	require.NoError(t, err)
+	defer d.Close()
+
+	srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")
+	requireWoken(t, w)
+	requireWoken(t, d)
+	require.Equal(t, int64(1), numsub(t, srv, "__keyspace@0__:k"))
+	require.Equal(t, int64(1), numsub(t, srv, s.Channel()))
+	release(t, srv, "k")
+	requireWoken(t, w)
+}
+
+func TestReconnectAfterARestartTurnsKeyspaceEventsOnAgain(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithConfig(`notify-keyspace-events ""`))
+	s := newSubscriber(t, srv, subscriber.WithConnOptions(conn.WithRedialBackoff(time.Millisecond, 20*time.Millisecond)))
+	w := watch(t, s, "k")
+	srv.Restart(t)
+	requireWoken(t, w) // woken by the reconnect
+	require.Eventually(t, func() bool { return numsub(t, srv, "__keyspace@0__:k") == 1 }, 10*time.Second, 5*time.Millisecond)
+	release(t, srv, "k")
+	requireWoken(t, w)
+}
+
+func TestClosedSubscriberRefusesWaiters(t *testing.T) {
+	srv := redistest.Start(t)
+	s, err := subscriber.New(context.Background(), srv.Addr)
+	require.NoError(t, err)
+	w := watch(t, s, "k")
+	require.NoError(t, s.Close())
+	requireWoken(t, w)
+	_, err = s.Watch(context.Background(), "k")
+	require.ErrorIs(t, err, subscriber.ErrClosed)
+	_, err = s.Directed()
+	require.ErrorIs(t, err, subscriber.ErrClosed)
+	require.NoError(t, s.Close())
+}
+
+func TestWithoutKeyspaceEventsLeavesTheConfigAlone(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithConfig(`notify-keyspace-events ""`))
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	require.Empty(t, srv.Do(t, "CONFIG", "GET", "notify-keyspace-events").Elems[1].Str)
+	_, err := s.Watch(context.Background(), "k")
+	require.ErrorIs(t, err, subscriber.ErrNoKeyspaceEvents)
+}

@@ -1,0 +1,149 @@
+package subscriber
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrNoKeyspaceEvents is returned by Watch on a Subscriber made with
+// WithoutKeyspaceEvents.
+var ErrNoKeyspaceEvents = errors.New("subscriber: made without keyspace events")
+
+// Waiter is one goroutine's registration for wake-ups, on a key's keyspace
+// events (Watch) or on its own directed ID (Directed). Close it when done
+// waiting.
+type Waiter struct {
+	s    *Subscriber
+	key  string // "" for a directed waiter
+	id   uint64
+	wake chan struct{} // capacity 1: a pending wake-up
+
+	ready     chan struct{} // closed when the subscription is confirmed or failed
+	err       error         // guarded by s.mu until ready is closed, then read-only
+	confirmed bool          // guarded by s.mu
+	left      bool          // guarded by s.mu
+}
+
+// Watch registers a waiter for key's releases (del, expired and evicted
+// events). It returns once the server has confirmed the subscription, so
+// that every release after Watch returns wakes a waiter of this process.
+func (s *Subscriber) Watch(ctx context.Context, key string) (*Waiter, error) {
+	if !s.keyspaceEvents {
+		return nil, ErrNoKeyspaceEvents
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, ErrClosed
+	}
+	w := s.newWaiterLocked(key)
+	s.keys[key] = append(s.keys[key], w)
+	if s.subscribed[key] {
+		w.confirmLocked(nil)
+	} else {
+		s.markDirtyLocked(key)
+	}
+	s.mu.Unlock()
+
+	select {
+	case <-w.ready:
+		if w.err != nil {
+			w.Close()
+			return nil, fmt.Errorf("subscriber: watching %q: %w", key, w.err)
+		}
+		return w, nil
+	case <-ctx.Done():
+		w.Close()
+		return nil, fmt.Errorf("subscriber: watching %q: %w", key, ctx.Err())
+	case <-s.done:
+		w.Close()
+		return nil, ErrClosed
+	}
+}
+
+// Directed registers a waiter woken by a message with its ID on the
+// process's channel (see Channel). The channel is subscribed for the
+// Subscriber's whole life, so the waiter is ready at once.
+func (s *Subscriber) Directed() (*Waiter, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, ErrClosed
+	}
+	w := s.newWaiterLocked("")
+	s.directed[w.id] = w
+	w.confirmLocked(nil)
+	return w, nil
+}
+
+func (s *Subscriber) newWaiterLocked(key string) *Waiter {
+	s.nextID++
+	return &Waiter{s: s, key: key, id: s.nextID, wake: make(chan struct{}, 1), ready: make(chan struct{})}
+}
+
+// Wake delivers a value when the waiter should re-check: a release of its
+// key, a directed message, a reconnect, or the Subscriber closing.
+func (w *Waiter) Wake() <-chan struct{} { return w.wake }
+
+// ID identifies the waiter in directed messages.
+func (w *Waiter) ID() uint64 { return w.id }
+
+// Close takes the waiter out of its key's line. A wake-up it received but
+// did not take passes to the next waiter of the key, so that a release is
+// never lost with a leaving waiter. When the key has no waiter left, its
+// subscription is dropped.
+func (w *Waiter) Close() {
+	s := w.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.left {
+		return
+	}
+	w.left = true
+	if w.key == "" {
+		delete(s.directed, w.id)
+		return
+	}
+	waiters := slices.DeleteFunc(s.keys[w.key], func(o *Waiter) bool { return o == w })
+	if len(waiters) == 0 {
+		delete(s.keys, w.key)
+		s.markDirtyLocked(w.key)
+	} else {
+		s.keys[w.key] = waiters
+	}
+	select {
+	case <-w.wake:
+		s.wakeNextLocked(w.key)
+	default:
+	}
+}
+
+// signal leaves a wake-up pending, unless one already is.
+func (w *Waiter) signal() bool {
+	select {
+	case w.wake <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+func (w *Waiter) confirmLocked(err error) {
+	if w.confirmed {
+		return
+	}
+	w.confirmed, w.err = true, err
+	close(w.ready)
+}
+
+// wakeNextLocked wakes the first waiter of key that has no wake-up pending:
+// waiters are served one at a time, in arrival order.
+func (s *Subscriber) wakeNextLocked(key string) {
+	for _, w := range s.keys[key] {
+		if w.signal() {
+			return
+		}
+	}
+}
