@@ -63,6 +63,14 @@ func (s *Subscriber) Watch(ctx context.Context, key string) (*Waiter, error) {
 	}
 }
 
+// Waiting reports whether this process has a waiter on key. A caller that
+// finds none may try to acquire at once without jumping a local line.
+func (s *Subscriber) Waiting(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.keys[key]) > 0
+}
+
 // Directed registers a waiter woken by a message with its ID on the
 // process's channel (see Channel). The channel is subscribed for the
 // Subscriber's whole life, so the waiter is ready at once.

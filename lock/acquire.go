@@ -1,0 +1,120 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/resp"
+)
+
+// Lock acquires the lock for key, waiting as long as ctx allows.
+//
+// With no other waiter for key in this process, it tries at once. Otherwise,
+// or if that fails, it registers for the key's release events, tries again
+// (a release between the failed try and the registration is not missed),
+// and then waits for a release or for the holder's TTL to run out,
+// whichever comes first, before each further try.
+func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
+	if err := l.checkAcquire(ctx, key); err != nil {
+		return nil, err
+	}
+	names := l.keyNames(key)
+	owner := rand.Text()
+	if !l.sub.Waiting(names.lock) {
+		if ls, _, err := l.tryAcquire(ctx, key, names, owner); ls != nil || err != nil {
+			return ls, err
+		}
+	}
+	w, err := l.sub.Watch(ctx, names.lock)
+	if err != nil {
+		return nil, fmt.Errorf("lock %q: %w", key, err)
+	}
+	defer w.Close()
+	var timer *time.Timer
+	for {
+		ls, remaining, err := l.tryAcquire(ctx, key, names, owner)
+		if ls != nil || err != nil {
+			return ls, err
+		}
+		// A release we did not hear (a notification lost while the
+		// subscriber reconnects, say) is caught when the TTL runs out.
+		if timer == nil {
+			timer = time.NewTimer(remaining)
+			defer timer.Stop()
+		} else {
+			timer.Reset(remaining)
+		}
+		select {
+		case <-w.Wake():
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("lock %q: %w", key, ctx.Err())
+		}
+	}
+}
+
+// TryLock makes one attempt to acquire the lock for key and returns
+// ErrNotAcquired if another owner holds it.
+func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
+	if err := l.checkAcquire(ctx, key); err != nil {
+		return nil, err
+	}
+	ls, _, err := l.tryAcquire(ctx, key, l.keyNames(key), rand.Text())
+	if ls == nil && err == nil {
+		return nil, fmt.Errorf("lock %q: %w", key, ErrNotAcquired)
+	}
+	return ls, err
+}
+
+func (l *Locker) checkAcquire(ctx context.Context, key string) error {
+	if err := checkCall(ctx, key); err != nil {
+		return err
+	}
+	if l.isClosed() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// tryAcquire runs the acquire script once. It returns the lease, or how
+// long the current holder's lock has left to live.
+func (l *Locker) tryAcquire(ctx context.Context, key string, names keyNames, owner string) (*Lease, time.Duration, error) {
+	start := time.Now()
+	v, err := run(ctx, l.client, acquireScript, false, []string{names.lock, names.fence}, owner, l.ttlArg)
+	if err != nil {
+		if mayHaveRun(err) {
+			// The script may have taken the lock for an owner who has
+			// gone: undo it, after it on the same connection.
+			l.releaseInBackground(key, names.lock, owner)
+		}
+		return nil, 0, fmt.Errorf("lock %q: acquire: %w", key, err)
+	}
+	if v.Type != resp.Integer {
+		return nil, 0, fmt.Errorf("lock %q: acquire: unexpected reply %s", key, v)
+	}
+	switch {
+	case v.Int > 0:
+		ls := l.newLease(key, names, owner, uint64(v.Int), start)
+		if ls == nil {
+			l.releaseInBackground(key, names.lock, owner)
+			return nil, 0, ErrClosed
+		}
+		return ls, 0, nil
+	case v.Int == 0: // held with no TTL: look again a TTL from now
+		return nil, l.opts.ttl, nil
+	default:
+		return nil, time.Duration(-1-v.Int)*time.Millisecond + time.Millisecond, nil
+	}
+}
+
+// mayHaveRun reports whether a failed call may still have run on the
+// server: it was abandoned by its context after being queued, or its
+// connection broke with it in flight.
+func mayHaveRun(err error) bool {
+	var uncertain *conn.UncertainError
+	return errors.As(err, &uncertain) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}

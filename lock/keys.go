@@ -1,0 +1,40 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+)
+
+// MaxKeyLen is the longest lock key accepted, in bytes. Redis allows far
+// longer keys, but a lock key travels in every acquire, release and
+// keyspace event, and a key this long is almost surely a mistake.
+const MaxKeyLen = 1024
+
+// keyNames are the Redis keys of one lock. They share the hash tag {key},
+// so that the scripts touching them stay valid on Redis Cluster.
+type keyNames struct {
+	lock  string // holds the owner's token while the lock is held
+	fence string // counter of fencing tokens; never expires
+}
+
+func (l *Locker) keyNames(key string) keyNames {
+	base := l.opts.prefix + "{" + key + "}"
+	return keyNames{lock: base, fence: base + ":fence"}
+}
+
+func checkCall(ctx context.Context, key string) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalid)
+	}
+	return checkKey(key)
+}
+
+func checkKey(key string) error {
+	switch {
+	case key == "":
+		return fmt.Errorf("%w: empty key", ErrInvalid)
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("%w: key of %d bytes, over the %d-byte limit", ErrInvalid, len(key), MaxKeyLen)
+	}
+	return nil
+}

@@ -1,0 +1,100 @@
+package lock
+
+import (
+	"time"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/subscriber"
+)
+
+// Option configures Open and New.
+type Option func(*options)
+
+type options struct {
+	ttl               time.Duration
+	autoExtend        bool
+	prefix            string
+	releaseStyle      ReleaseStyle
+	releaseTimeout    time.Duration
+	connOptions       []conn.Option
+	subscriberOptions []subscriber.Option
+}
+
+func defaultOptions() options {
+	return options{
+		ttl:            10 * time.Second,
+		prefix:         "baton:",
+		releaseStyle:   ReleasePingEval,
+		releaseTimeout: 5 * time.Second,
+	}
+}
+
+// WithTTL sets how long a lock is held when its holder neither extends nor
+// releases it: the bound on how long a crashed holder blocks everyone else.
+// Default: 10s. It must be at least a millisecond.
+func WithTTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
+
+// WithAutoExtend starts a watchdog for every lease, which extends it to the
+// full TTL every TTL/3 until it is released. If an extension finds the lock
+// gone, or none succeeds before the lease runs out, the lease is lost and
+// its Done channel closes. Default: off; a lease lasts one TTL unless
+// extended with Extend.
+func WithAutoExtend() Option { return func(o *options) { o.autoExtend = true } }
+
+// WithKeyPrefix sets the prefix of the Redis keys of every lock: the lock
+// for key k lives at <prefix>{k}, its fencing counter at <prefix>{k}:fence.
+// Default: "baton:".
+func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+
+// WithReleaseTimeout bounds a release that goes on after the caller of
+// Unlock gave up (its context ended), and the releases done by Close.
+// Default: 5s.
+func WithReleaseTimeout(d time.Duration) Option { return func(o *options) { o.releaseTimeout = d } }
+
+// WithReleaseStyle picks how Unlock releases. It exists for the demo and
+// the benchmarks, which compare the styles; services should keep the
+// default, ReleasePingEval.
+func WithReleaseStyle(s ReleaseStyle) Option { return func(o *options) { o.releaseStyle = s } }
+
+// WithConnOptions passes options to the connections Open makes: the command
+// connection and the subscriber's. Default: none. New ignores it.
+func WithConnOptions(opts ...conn.Option) Option {
+	return func(o *options) { o.connOptions = append(o.connOptions, opts...) }
+}
+
+// WithSubscriberOptions passes options to the subscriber Open makes.
+// Default: none. New ignores it.
+func WithSubscriberOptions(opts ...subscriber.Option) Option {
+	return func(o *options) { o.subscriberOptions = append(o.subscriberOptions, opts...) }
+}
+
+// ReleaseStyle is how a release is sent; see WithReleaseStyle.
+type ReleaseStyle int
+
+const (
+	// ReleasePingEval sends PING and the compare-and-delete script in one
+	// write. Redis then writes the keyspace notification to waiters before
+	// the releaser's reply, so a remote waiter gets a head start on the
+	// next acquire. The default.
+	ReleasePingEval ReleaseStyle = iota
+	// ReleaseEval sends the compare-and-delete script alone. Redis writes
+	// the releaser's reply first, so a releaser that locks again at once
+	// usually wins: the behaviour baton exists to fix.
+	ReleaseEval
+	// ReleaseGetDel sends GETDEL and compares the owner afterwards. It is
+	// NOT safe: a lease that expired deletes its successor's lock. For
+	// comparing reply order only.
+	ReleaseGetDel
+)
+
+func (s ReleaseStyle) String() string {
+	switch s {
+	case ReleasePingEval:
+		return "ping+eval"
+	case ReleaseEval:
+		return "eval"
+	case ReleaseGetDel:
+		return "getdel"
+	}
+	return "unknown"
+}

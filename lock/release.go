@@ -1,0 +1,71 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/batonlock/baton/resp"
+)
+
+// release deletes the lock if owner holds it. A caller whose context can
+// end waits for the release in a goroutine the Locker owns, so that the
+// release completes even if the caller stops waiting.
+func (l *Locker) release(ctx context.Context, key, lockKey, owner string) error {
+	if ctx.Done() == nil {
+		return l.releaseNow(ctx, key, lockKey, owner)
+	}
+	result := make(chan error, 1)
+	spawned := l.spawn(func() {
+		bounded, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.releaseTimeout)
+		defer cancel()
+		result <- l.releaseNow(bounded, key, lockKey, owner)
+	})
+	if !spawned {
+		return l.releaseNow(ctx, key, lockKey, owner)
+	}
+	select {
+	case err := <-result:
+		return err
+	case <-ctx.Done():
+		return fmt.Errorf("lock %q: unlock: %w (the release goes on in the background)", key, ctx.Err())
+	}
+}
+
+// releaseInBackground releases for an owner who is no longer waiting; it
+// is best effort, with the lock's TTL as the backstop.
+func (l *Locker) releaseInBackground(key, lockKey, owner string) {
+	undo := func() {
+		ctx, cancel := context.WithTimeout(context.Background(), l.opts.releaseTimeout)
+		defer cancel()
+		_ = l.releaseNow(ctx, key, lockKey, owner)
+	}
+	if !l.spawn(undo) {
+		undo()
+	}
+}
+
+func (l *Locker) releaseNow(ctx context.Context, key, lockKey, owner string) error {
+	var v resp.Value
+	var err error
+	switch l.opts.releaseStyle {
+	case ReleasePingEval:
+		v, err = run(ctx, l.client, releaseScript, true, []string{lockKey}, owner)
+	case ReleaseEval:
+		v, err = run(ctx, l.client, releaseScript, false, []string{lockKey}, owner)
+	case ReleaseGetDel:
+		v, err = l.client.Do(ctx, "GETDEL", lockKey)
+		if err == nil {
+			v.Type, v.Int = resp.Integer, 0
+			if v.Str == owner {
+				v.Int = 1
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("lock %q: unlock: %w", key, err)
+	}
+	if v.Int != 1 {
+		return fmt.Errorf("lock %q: unlock: %w", key, ErrNotHeld)
+	}
+	return nil
+}

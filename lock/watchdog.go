@@ -1,0 +1,44 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// watchdog extends the lease every TTL/3 until stop is closed. A failed
+// extension is retried at the same pace while the lease has time left; an
+// extension that finds the lock gone ends the lease (Extend does that), and
+// so does running out of time.
+func (ls *Lease) watchdog(stop <-chan struct{}) {
+	defer ls.l.background.Done()
+	ttl := ls.l.opts.ttl
+	interval := ttl / 3
+	timer := time.NewTimer(interval)
+	defer timer.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-timer.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), interval)
+		err := ls.Extend(ctx, ttl)
+		cancel()
+		if errors.Is(err, ErrNotHeld) {
+			return
+		}
+		if err != nil {
+			ls.mu.Lock()
+			left := time.Until(ls.deadline)
+			ls.mu.Unlock()
+			if left <= 0 {
+				ls.markLost()
+				return
+			}
+			timer.Reset(min(interval, left))
+			continue
+		}
+		timer.Reset(interval)
+	}
+}
