@@ -6,6 +6,7 @@ import (
 	"net"
 	"runtime"
 	"strconv"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -14,8 +15,11 @@ import (
 )
 
 // BenchmarkDo compares one goroutine's PING round trip through Conn.Do with
-// the same round trip as a bare write and read on a net.Conn, against the
-// same server in the same run. Compare the two with
+// two baselines on a bare net.Conn, against the same server in the same run:
+// impl=raw writes and reads in the calling goroutine; impl=handoff reads in
+// a second goroutine that hands each reply to the caller over a channel,
+// the least that any connection with a dedicated reader goroutine pays.
+// Compare them with
 //
 //	benchstat -col /impl
 func BenchmarkDo(b *testing.B) {
@@ -34,6 +38,35 @@ func BenchmarkDo(b *testing.B) {
 			line, err := br.ReadSlice('\n')
 			if err != nil || string(line) != "+PONG\r\n" {
 				b.Fatalf("%q %v", line, err)
+			}
+		}
+	})
+	b.Run("impl=handoff", func(b *testing.B) {
+		nc, err := net.Dial("tcp", srv.Addr)
+		require.NoError(b, err)
+		br := bufio.NewReader(nc)
+		replies := make(chan string, 1)
+		var reader sync.WaitGroup
+		reader.Go(func() {
+			defer close(replies)
+			for {
+				line, err := br.ReadSlice('\n')
+				if err != nil {
+					return
+				}
+				replies <- string(line)
+			}
+		})
+		defer reader.Wait()
+		defer nc.Close()
+		ping := []byte("*1\r\n$4\r\nPING\r\n")
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := nc.Write(ping); err != nil {
+				b.Fatal(err)
+			}
+			if line := <-replies; line != "+PONG\r\n" {
+				b.Fatalf("%q", line)
 			}
 		}
 	})

@@ -56,6 +56,17 @@ func (c *Client) DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, e
 	return cn.DoMulti(ctx, cmds...)
 }
 
+// Current returns the current connection if it is usable, else nil. Unlike
+// Conn it never dials, so it never blocks.
+func (c *Client) Current() *Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.conn != nil && c.conn.Err() == nil {
+		return c.conn
+	}
+	return nil
+}
+
 // Conn returns the current connection, dialing a new one if there is none
 // or it broke. Only one caller dials at a time; the others wait for it.
 func (c *Client) Conn(ctx context.Context) (*Conn, error) {

@@ -80,22 +80,11 @@ func (c *Conn) DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, err
 	if len(cmds) == 0 {
 		return nil, nil
 	}
-	for _, cmd := range cmds {
-		if len(cmd) == 0 {
-			return nil, ErrEmptyCommand
-		}
+	p, err := c.start(ctx, cmds)
+	if err != nil {
+		return nil, err
 	}
-	cl := newCall(make([]resp.Value, len(cmds)))
-	if err := c.send(ctx, cl, cmds...); err != nil {
-		cl.release()
-		return nil, fmt.Errorf("conn: %s and %d more: %w", cmds[0][0], len(cmds)-1, err)
-	}
-	if err := c.wait(ctx, cl); err != nil {
-		return nil, fmt.Errorf("conn: %s and %d more: %w", cmds[0][0], len(cmds)-1, err)
-	}
-	replies := cl.replies
-	cl.release()
-	return replies, nil
+	return p.Wait(ctx)
 }
 
 // wait blocks until the call is settled or ctx ends. A caller that gives up

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/resp"
+	"github.com/batonlock/baton/subscriber"
 )
 
 // Lock acquires the lock for key, waiting as long as ctx allows.
@@ -17,7 +18,10 @@ import (
 // or if that fails, it registers for the key's release events, tries again
 // (a release between the failed try and the registration is not missed),
 // and then waits for a release or for the holder's TTL to run out,
-// whichever comes first, before each further try.
+// whichever comes first, before each further try. When a release is heard,
+// the next try is sent straight from the subscriber's reader, before this
+// goroutine is even scheduled: the head start the release order gives a
+// waiter is not spent waiting for a CPU.
 func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 	if err := l.checkAcquire(ctx, key); err != nil {
 		return nil, err
@@ -29,14 +33,22 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 			return ls, err
 		}
 	}
-	w, err := l.sub.Watch(ctx, names.lock)
+	early := &earlyAttempt{l: l, cmd: acquireScript.command(false, []string{names.lock, names.fence}, []string{owner, l.ttlArg}), sent: make(chan sentAttempt, 1)}
+	w, err := l.sub.Watch(ctx, names.lock, subscriber.OnRelease(early.send))
 	if err != nil {
 		return nil, fmt.Errorf("lock %q: %w", key, err)
 	}
 	defer w.Close()
 	var timer *time.Timer
+	var sent *sentAttempt
 	for {
-		ls, remaining, err := l.tryAcquire(ctx, key, names, owner)
+		var ls *Lease
+		var remaining time.Duration
+		if sent != nil && sent.pending != nil {
+			ls, remaining, err = l.awaitAcquire(ctx, key, names, owner, *sent)
+		} else {
+			ls, remaining, err = l.tryAcquire(ctx, key, names, owner)
+		}
 		if ls != nil || err != nil {
 			return ls, err
 		}
@@ -48,10 +60,24 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 		} else {
 			timer.Reset(remaining)
 		}
+		sent = nil
+		early.armed.Store(true)
 		select {
+		case s := <-early.sent:
+			sent = &s
 		case <-w.Wake():
 		case <-timer.C:
 		case <-ctx.Done():
+		}
+		if sent == nil && !early.armed.CompareAndSwap(true, false) {
+			// The release hook fired meanwhile: its attempt is on its way.
+			s := <-early.sent
+			sent = &s
+		}
+		if ctx.Err() != nil {
+			if sent != nil && sent.pending != nil {
+				l.releaseInBackground(key, names.lock, owner)
+			}
 			return nil, fmt.Errorf("lock %q: %w", key, ctx.Err())
 		}
 	}
@@ -85,6 +111,25 @@ func (l *Locker) checkAcquire(ctx context.Context, key string) error {
 func (l *Locker) tryAcquire(ctx context.Context, key string, names keyNames, owner string) (*Lease, time.Duration, error) {
 	start := time.Now()
 	v, err := run(ctx, l.client, acquireScript, false, []string{names.lock, names.fence}, owner, l.ttlArg)
+	return l.acquired(key, names, owner, start, v, err)
+}
+
+// awaitAcquire collects the reply of an attempt the release hook sent.
+func (l *Locker) awaitAcquire(ctx context.Context, key string, names keyNames, owner string, s sentAttempt) (*Lease, time.Duration, error) {
+	replies, err := s.pending.Wait(ctx)
+	var v resp.Value
+	if err == nil {
+		v = replies[0]
+		err = v.Err()
+		if errors.Is(err, resp.NoScript) {
+			return l.tryAcquire(ctx, key, names, owner) // loads the script
+		}
+	}
+	return l.acquired(key, names, owner, s.at, v, err)
+}
+
+// acquired reads the acquire script's reply.
+func (l *Locker) acquired(key string, names keyNames, owner string, start time.Time, v resp.Value, err error) (*Lease, time.Duration, error) {
 	if err != nil {
 		if mayHaveRun(err) {
 			// The script may have taken the lock for an owner who has

@@ -85,6 +85,10 @@ func newLocker(c *conn.Client, s *subscriber.Subscriber, o options) *Locker {
 	}
 }
 
+// Client is the Locker's command connection, for callers who want to run
+// their own commands beside the lock's.
+func (l *Locker) Client() *conn.Client { return l.client }
+
 func (o options) check() error {
 	switch {
 	case o.ttl < time.Millisecond:

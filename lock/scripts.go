@@ -69,7 +69,8 @@ func run(ctx context.Context, c *conn.Client, s script, ping bool, keys []string
 	return v, err
 }
 
-func (s script) call(ctx context.Context, c *conn.Client, eval, ping bool, keys, args []string) (resp.Value, error) {
+// command is EVALSHA, or EVAL with the source, of s.
+func (s script) command(eval bool, keys, args []string) []string {
 	cmd := make([]string, 0, 3+len(keys)+len(args))
 	if eval {
 		cmd = append(cmd, "EVAL", s.src)
@@ -78,7 +79,11 @@ func (s script) call(ctx context.Context, c *conn.Client, eval, ping bool, keys,
 	}
 	cmd = append(cmd, strconv.Itoa(len(keys)))
 	cmd = append(cmd, keys...)
-	cmd = append(cmd, args...)
+	return append(cmd, args...)
+}
+
+func (s script) call(ctx context.Context, c *conn.Client, eval, ping bool, keys, args []string) (resp.Value, error) {
+	cmd := s.command(eval, keys, args)
 	if !ping {
 		return c.Do(ctx, cmd...)
 	}

@@ -14,16 +14,16 @@ func (s *Subscriber) onPush(v resp.Value) {
 		return // subscribe confirmations and other kinds
 	}
 	channel, payload := v.Elems[1].Str, v.Elems[2].Str
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	if channel == s.channel {
 		id, err := strconv.ParseUint(payload, 10, 64)
 		if err != nil {
 			return // not ours to understand
 		}
+		s.mu.Lock()
 		if w := s.directed[id]; w != nil {
 			w.signal()
 		}
+		s.mu.Unlock()
 		return
 	}
 	key, ok := strings.CutPrefix(channel, s.keyspacePrefix)
@@ -32,6 +32,15 @@ func (s *Subscriber) onPush(v resp.Value) {
 	}
 	switch payload {
 	case "del", "expired", "evicted":
-		s.wakeNextLocked(key)
+		s.mu.Lock()
+		w := s.wakeNextLocked(key)
+		var hook func()
+		if w != nil {
+			hook = w.onRelease
+		}
+		s.mu.Unlock()
+		if hook != nil {
+			hook()
+		}
 	}
 }

@@ -20,16 +20,30 @@ type Waiter struct {
 	id   uint64
 	wake chan struct{} // capacity 1: a pending wake-up
 
+	onRelease func() // see OnRelease; set before the waiter is registered
+
 	ready     chan struct{} // closed when the subscription is confirmed or failed
 	err       error         // guarded by s.mu until ready is closed, then read-only
 	confirmed bool          // guarded by s.mu
 	left      bool          // guarded by s.mu
 }
 
+// WatchOption configures one Watch.
+type WatchOption func(*Waiter)
+
+// OnRelease has fn called right after a release event wakes the waiter.
+// fn runs on the connection's reader goroutine, so it must not block; it
+// lets a waiter send its next acquire attempt the moment the release is
+// heard, without waiting for its own goroutine to be scheduled. It is not
+// called for the other wake-ups (reconnect, Close).
+func OnRelease(fn func()) WatchOption {
+	return func(w *Waiter) { w.onRelease = fn }
+}
+
 // Watch registers a waiter for key's releases (del, expired and evicted
 // events). It returns once the server has confirmed the subscription, so
 // that every release after Watch returns wakes a waiter of this process.
-func (s *Subscriber) Watch(ctx context.Context, key string) (*Waiter, error) {
+func (s *Subscriber) Watch(ctx context.Context, key string, opts ...WatchOption) (*Waiter, error) {
 	if !s.keyspaceEvents {
 		return nil, ErrNoKeyspaceEvents
 	}
@@ -39,6 +53,9 @@ func (s *Subscriber) Watch(ctx context.Context, key string) (*Waiter, error) {
 		return nil, ErrClosed
 	}
 	w := s.newWaiterLocked(key)
+	for _, o := range opts {
+		o(w)
+	}
 	s.keys[key] = append(s.keys[key], w)
 	if s.subscribed[key] {
 		w.confirmLocked(nil)
@@ -123,6 +140,8 @@ func (w *Waiter) Close() {
 	}
 	select {
 	case <-w.wake:
+		// Its release hook, if any, has run for it; the next waiter is
+		// only signalled, as after any other hand-on.
 		s.wakeNextLocked(w.key)
 	default:
 	}
@@ -147,11 +166,13 @@ func (w *Waiter) confirmLocked(err error) {
 }
 
 // wakeNextLocked wakes the first waiter of key that has no wake-up pending:
-// waiters are served one at a time, in arrival order.
-func (s *Subscriber) wakeNextLocked(key string) {
+// waiters are served one at a time, in arrival order. It returns the waiter
+// woken, or nil.
+func (s *Subscriber) wakeNextLocked(key string) *Waiter {
 	for _, w := range s.keys[key] {
 		if w.signal() {
-			return
+			return w
 		}
 	}
+	return nil
 }

@@ -1,0 +1,124 @@
+package lock_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+// The remote waiter runs in a child process (this test binary, run again),
+// as it would in production: a waiter in the holder's own process shares
+// the holder's scheduler and network poller, which decide the race by
+// themselves.
+const (
+	remoteWaiterAddr  = "BATON_REMOTE_WAITER_ADDR"
+	remoteWaiterStyle = "BATON_REMOTE_WAITER_STYLE"
+)
+
+// passedOver runs the scenario baton exists for: a holder locks, does one
+// GET+SET and unlocks, 200 times back to back; a waiter in another process,
+// with its own connections, asks for the lock once after the holder's 10th
+// iteration. It returns how many times the holder acquired the lock while
+// the waiter was waiting, read off the fencing tokens.
+func passedOver(t *testing.T, srv *redistest.Server, style lock.ReleaseStyle) int {
+	t.Helper()
+	srv.Do(t, "FLUSHALL")
+	child := exec.Command(os.Args[0], "-test.run=^TestRemoteWaiterProcess$")
+	child.Env = append(os.Environ(), remoteWaiterAddr+"="+srv.Addr, remoteWaiterStyle+"="+strconv.Itoa(int(style)))
+	stdin, err := child.StdinPipe()
+	require.NoError(t, err)
+	stdout, err := child.StdoutPipe()
+	require.NoError(t, err)
+	child.Stderr = os.Stderr
+	require.NoError(t, child.Start())
+	defer child.Wait() //nolint:errcheck // its result is read from stdout
+	lines := bufio.NewScanner(stdout)
+	require.True(t, lines.Scan(), "child did not start")
+	require.Equal(t, "ready", lines.Text())
+
+	holder := open(t, srv, lock.WithReleaseStyle(style))
+	data, err := conn.Dial(context.Background(), srv.Addr)
+	require.NoError(t, err)
+	defer data.Close()
+	ctx := context.Background()
+	for i := range 200 {
+		ls := mustLock(t, holder, "hot")
+		v, err := data.Do(ctx, "GET", "state")
+		require.NoError(t, err)
+		n, _ := strconv.Atoi(v.Str)
+		_, err = data.Do(ctx, "SET", "state", strconv.Itoa(n+1))
+		require.NoError(t, err)
+		mustUnlock(t, ls)
+		if i == 9 {
+			_, err := fmt.Fprintln(stdin, "go")
+			require.NoError(t, err)
+		}
+	}
+	require.True(t, lines.Scan(), "child gave no result")
+	passed, err := strconv.Atoi(strings.TrimPrefix(lines.Text(), "passed "))
+	require.NoError(t, err, lines.Text())
+	require.Equal(t, "201", srv.Do(t, "GET", "baton:{hot}:fence").Str, "200 holds and 1 wait")
+	return passed
+}
+
+// TestRemoteWaiterProcess is the waiter's side of passedOver, run in a
+// child process. It waits for "go" on stdin, reads the fencing counter,
+// locks, and prints how many acquisitions came between.
+func TestRemoteWaiterProcess(t *testing.T) {
+	addr := os.Getenv(remoteWaiterAddr)
+	if addr == "" {
+		t.Skip("the remote waiter of TestRemoteWaiterNotPassedOverByBackToBackLocks")
+	}
+	style, err := strconv.Atoi(os.Getenv(remoteWaiterStyle))
+	require.NoError(t, err)
+	ctx := context.Background()
+	l, err := lock.Open(ctx, addr, lock.WithReleaseStyle(lock.ReleaseStyle(style)))
+	require.NoError(t, err)
+	defer l.Close()
+	fmt.Println("ready")
+	in := bufio.NewScanner(os.Stdin)
+	require.True(t, in.Scan())
+	v, err := l.Client().Do(ctx, "GET", "baton:{hot}:fence")
+	require.NoError(t, err)
+	before, err := strconv.ParseUint(v.Str, 10, 64)
+	require.NoError(t, err)
+	ls, err := l.Lock(ctx, "hot")
+	require.NoError(t, err)
+	fmt.Printf("passed %d\n", ls.Token()-before-1)
+	require.NoError(t, ls.Unlock(ctx))
+}
+
+// maxPassedOverPingEval bounds how often a remote waiter is passed over with
+// the PING+EVAL release. It comes from measurement on a 2-vCPU machine
+// where redis-server, the holder and the waiter share the cores: over 100
+// runs (50 with -race) the waiter was passed over 0 to 21 times, median 1,
+// with a tail that roughly halves every 5 further passes. The head start
+// the release order gives is microseconds, and a waiter whose process is
+// asleep on a busy machine can lose it to the scheduler; the bound leaves
+// room for that tail so the test holds 50 runs out of 50. Fair mode is the
+// answer when the order must be guaranteed.
+const maxPassedOverPingEval = 60
+
+func TestRemoteWaiterNotPassedOverByBackToBackLocks(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, style := range []lock.ReleaseStyle{lock.ReleasePingEval, lock.ReleaseEval, lock.ReleaseGetDel} {
+		t.Run(style.String(), func(t *testing.T) {
+			n := passedOver(t, srv, style)
+			t.Logf("release=%s passed_over=%d", style, n)
+			if style == lock.ReleasePingEval {
+				require.LessOrEqual(t, n, maxPassedOverPingEval)
+			}
+		})
+	}
+}

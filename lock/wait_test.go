@@ -1,0 +1,137 @@
+package lock_test
+
+import (
+	"bytes"
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+func TestWaiterGetsTheLockWhenTheHolderNeverReleases(t *testing.T) {
+	srv := redistest.Start(t)
+	const ttl = 300 * time.Millisecond
+	holder, waiter := open(t, srv, lock.WithTTL(ttl)), open(t, srv)
+	start := time.Now()
+	_ = mustLock(t, holder, "k") // never released
+	ls := mustLock(t, waiter, "k")
+	waited := time.Since(start)
+	t.Logf("acquired %v after the holder's acquire (TTL %v)", waited, ttl)
+	require.Less(t, waited, ttl+50*time.Millisecond)
+	mustUnlock(t, ls)
+}
+
+func TestCancelledWaitLeavesNoWaiterBehind(t *testing.T) {
+	srv := redistest.Start(t)
+	holder, waiter := open(t, srv, lock.WithTTL(time.Minute)), open(t, srv)
+	held := mustLock(t, holder, "k")
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := waiter.Lock(ctx, "k")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Eventually(t, func() bool {
+		return srv.Do(t, "PUBSUB", "NUMSUB", "__keyspace@0__:baton:{k}").Elems[1].Int == 0
+	}, 5*time.Second, time.Millisecond, "the subscription outlived its only waiter")
+	mustUnlock(t, held)
+	// The waiter's Locker is still fine.
+	mustUnlock(t, mustLock(t, waiter, "k"))
+}
+
+func TestCancelledUnlockStillReleases(t *testing.T) {
+	srv := redistest.Start(t)
+	l := open(t, srv, lock.WithTTL(time.Minute))
+	for _, when := range []string{"before", "during"} {
+		t.Run(when, func(t *testing.T) {
+			ls := mustLock(t, l, "k")
+			ctx, cancel := context.WithCancel(context.Background())
+			if when == "before" {
+				cancel()
+			} else {
+				time.AfterFunc(20*time.Microsecond, cancel)
+			}
+			err := ls.Unlock(ctx)
+			if err != nil {
+				require.ErrorIs(t, err, context.Canceled)
+			}
+			require.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 },
+				5*time.Second, time.Millisecond, "a cancelled release left the lock held")
+			cancel()
+		})
+	}
+}
+
+func TestEveryReleaseIsOneWriteOfPingThenEvalsha(t *testing.T) {
+	srv := redistest.Start(t)
+	var mu sync.Mutex
+	var writes [][]byte
+	tap := func(dir conn.Direction, p []byte) {
+		if dir == conn.Write {
+			mu.Lock()
+			writes = append(writes, append([]byte(nil), p...))
+			mu.Unlock()
+		}
+	}
+	l := open(t, srv, lock.WithConnOptions(conn.WithTap(tap)))
+	other := open(t, srv)
+	var wg sync.WaitGroup
+	for _, locker := range []*lock.Locker{l, l, other} {
+		wg.Go(func() {
+			for range 20 {
+				mustUnlock(t, mustLock(t, locker, "k"))
+			}
+		})
+	}
+	wg.Wait()
+
+	// A release is EVALSHA sha 1 key owner: five elements; the acquire and
+	// the extension have six.
+	release := []byte("*5\r\n$7\r\nEVALSHA\r\n")
+	pair := []byte("*1\r\n$4\r\nPING\r\n*5\r\n$7\r\nEVALSHA\r\n")
+	releases := 0
+	mu.Lock()
+	defer mu.Unlock()
+	for _, w := range writes {
+		n := bytes.Count(w, release)
+		require.Equal(t, n, bytes.Count(w, pair), "a release without its PING in the same write: %q", w)
+		releases += n
+	}
+	require.Equal(t, 40, releases)
+}
+
+func TestWaitersSurviveTheLossOfTheSubscriber(t *testing.T) {
+	srv := redistest.Start(t)
+	const ttl = time.Second
+	holder := open(t, srv, lock.WithTTL(time.Minute))
+	waiters := open(t, srv, lock.WithTTL(ttl),
+		lock.WithConnOptions(conn.WithRedialBackoff(time.Millisecond, 10*time.Millisecond)))
+	held := mustLock(t, holder, "k")
+
+	acquired := make(chan time.Time, 3)
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			ls := mustLock(t, waiters, "k")
+			acquired <- time.Now()
+			mustUnlock(t, ls)
+		})
+	}
+	require.Eventually(t, func() bool {
+		return srv.Do(t, "PUBSUB", "NUMSUB", "__keyspace@0__:baton:{k}").Elems[1].Int == 1
+	}, 5*time.Second, time.Millisecond)
+	srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")
+	released := time.Now()
+	mustUnlock(t, held)
+	wg.Wait()
+	close(acquired)
+	for at := range acquired {
+		// The slowest path is a waiter that missed every event and
+		// retries when a holder's TTL runs out.
+		require.Less(t, at.Sub(released), 3*ttl)
+	}
+}
