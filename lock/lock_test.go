@@ -212,3 +212,16 @@ func TestCloseReleasesHeldLeases(t *testing.T) {
 	_, err = l.Lock(context.Background(), "k")
 	require.ErrorIs(t, err, lock.ErrClosed)
 }
+
+func TestScriptsAreReloadedAfterAFlush(t *testing.T) {
+	srv := redistest.Start(t)
+	l := open(t, srv)
+	ls := mustLock(t, l, "k")
+	srv.Do(t, "SCRIPT", "FLUSH")
+	require.NoError(t, ls.Extend(context.Background(), time.Minute))
+	srv.Do(t, "SCRIPT", "FLUSH")
+	mustUnlock(t, ls)
+	srv.Do(t, "SCRIPT", "FLUSH")
+	mustUnlock(t, mustLock(t, l, "k"))
+	require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}").Int)
+}

@@ -1,0 +1,168 @@
+package lock_test
+
+import (
+	"bufio"
+	"context"
+	"net"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/resp"
+)
+
+// BenchmarkLockUnlock is an uncontended Lock and Unlock from one goroutine:
+// two round trips. Two baselines run against the same server in the same
+// run, on a bare net.Conn written and read by the calling goroutine:
+// impl=raw is two PING round trips; impl=raw-scripts is the lock's own two
+// round trips (the acquire script, then PING and the release script), which
+// shows what the server's script execution adds. Compare with
+//
+//	benchstat -col /impl
+func BenchmarkLockUnlock(b *testing.B) {
+	srv := redistest.Start(b)
+	b.Run("impl=raw", func(b *testing.B) {
+		nc, err := net.Dial("tcp", srv.Addr)
+		require.NoError(b, err)
+		defer nc.Close()
+		br := bufio.NewReader(nc)
+		ping := []byte("*1\r\n$4\r\nPING\r\n")
+		b.ReportAllocs()
+		for b.Loop() {
+			for range 2 {
+				if _, err := nc.Write(ping); err != nil {
+					b.Fatal(err)
+				}
+				if _, err := br.ReadSlice('\n'); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+	})
+	b.Run("impl=raw-scripts", func(b *testing.B) {
+		nc, err := net.Dial("tcp", srv.Addr)
+		require.NoError(b, err)
+		defer nc.Close()
+		rd := resp.NewReader(nc)
+		acquire := resp.AppendCommand(nil, "EVAL", lock.AcquireScriptSource, "2", "baton:{raw}", "baton:{raw}:fence", "owner", "10000")
+		release := resp.AppendCommand(resp.AppendCommand(nil, "PING"), "EVAL", lock.ReleaseScriptSource, "1", "baton:{raw}", "owner")
+		b.ReportAllocs()
+		roundTrip := func(cmd []byte, replies int) {
+			if _, err := nc.Write(cmd); err != nil {
+				b.Fatal(err)
+			}
+			for range replies {
+				if _, err := rd.Read(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		}
+		for b.Loop() {
+			roundTrip(acquire, 1)
+			roundTrip(release, 2) // PONG, then the release's reply
+		}
+	})
+	b.Run("impl=lock", func(b *testing.B) {
+		l := open(b, srv)
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			ls, err := l.Lock(ctx, "bench")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := ls.Unlock(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkLockParallel is Lock and Unlock from 64 goroutines, each on a key
+// of its own, through one Locker.
+func BenchmarkLockParallel(b *testing.B) {
+	srv := redistest.Start(b)
+	l := open(b, srv)
+	ctx := context.Background()
+	var next atomic.Int64
+	b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		key := "k" + strconv.FormatInt(next.Add(1), 10)
+		for pb.Next() {
+			ls, err := l.Lock(ctx, key)
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := ls.Unlock(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
+
+// BenchmarkHandOff measures, with 8 waiters on one key, the time from a
+// holder starting its release to the next holder's Lock returning. It
+// reports the median and the 99th percentile.
+func BenchmarkHandOff(b *testing.B) {
+	srv := redistest.Start(b)
+	for _, waiters := range []int{8} {
+		b.Run("waiters="+strconv.Itoa(waiters), func(b *testing.B) {
+			l := open(b, srv)
+			ctx := context.Background()
+			var (
+				mu        sync.Mutex
+				releaseAt time.Time // when the current holder began to release
+				latencies []time.Duration
+				remaining atomic.Int64
+			)
+			remaining.Store(int64(b.N))
+			b.ResetTimer()
+			var wg sync.WaitGroup
+			for range waiters {
+				wg.Go(func() {
+					for remaining.Add(-1) >= 0 {
+						ls, err := l.Lock(ctx, "handoff")
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						now := time.Now()
+						mu.Lock()
+						if !releaseAt.IsZero() {
+							latencies = append(latencies, now.Sub(releaseAt))
+						}
+						releaseAt = time.Now()
+						mu.Unlock()
+						if err := ls.Unlock(ctx); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			b.StopTimer()
+			reportPercentiles(b, latencies)
+		})
+	}
+}
+
+func reportPercentiles(b *testing.B, d []time.Duration) {
+	if len(d) == 0 {
+		return
+	}
+	slices.Sort(d)
+	b.ReportMetric(float64(d[len(d)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(d[len(d)*99/100].Microseconds()), "p99-µs")
+}
