@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/resp"
 )
 
 // BenchmarkDo compares one goroutine's PING round trip through Conn.Do with
@@ -25,20 +26,11 @@ import (
 func BenchmarkDo(b *testing.B) {
 	srv := redistest.Start(b)
 	b.Run("impl=raw", func(b *testing.B) {
-		nc, err := net.Dial("tcp", srv.Addr)
-		require.NoError(b, err)
-		defer nc.Close()
-		br := bufio.NewReader(nc)
-		ping := []byte("*1\r\n$4\r\nPING\r\n")
+		raw := redistest.DialRaw(b, srv.Addr)
+		ping := resp.AppendCommand(nil, "PING")
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := nc.Write(ping); err != nil {
-				b.Fatal(err)
-			}
-			line, err := br.ReadSlice('\n')
-			if err != nil || string(line) != "+PONG\r\n" {
-				b.Fatalf("%q %v", line, err)
-			}
+			raw.RoundTrip(b, ping, 1)
 		}
 	})
 	b.Run("impl=handoff", func(b *testing.B) {

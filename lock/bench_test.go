@@ -1,9 +1,7 @@
 package lock_test
 
 import (
-	"bufio"
 	"context"
-	"net"
 	"runtime"
 	"slices"
 	"strconv"
@@ -11,8 +9,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
@@ -30,44 +26,22 @@ import (
 func BenchmarkLockUnlock(b *testing.B) {
 	srv := redistest.Start(b)
 	b.Run("impl=raw", func(b *testing.B) {
-		nc, err := net.Dial("tcp", srv.Addr)
-		require.NoError(b, err)
-		defer nc.Close()
-		br := bufio.NewReader(nc)
-		ping := []byte("*1\r\n$4\r\nPING\r\n")
+		raw := redistest.DialRaw(b, srv.Addr)
+		ping := resp.AppendCommand(nil, "PING")
 		b.ReportAllocs()
 		for b.Loop() {
-			for range 2 {
-				if _, err := nc.Write(ping); err != nil {
-					b.Fatal(err)
-				}
-				if _, err := br.ReadSlice('\n'); err != nil {
-					b.Fatal(err)
-				}
-			}
+			raw.RoundTrip(b, ping, 1)
+			raw.RoundTrip(b, ping, 1)
 		}
 	})
 	b.Run("impl=raw-scripts", func(b *testing.B) {
-		nc, err := net.Dial("tcp", srv.Addr)
-		require.NoError(b, err)
-		defer nc.Close()
-		rd := resp.NewReader(nc)
+		raw := redistest.DialRaw(b, srv.Addr)
 		acquire := resp.AppendCommand(nil, "EVAL", lock.AcquireScriptSource, "2", "baton:{raw}", "baton:{raw}:fence", "owner", "10000")
 		release := resp.AppendCommand(resp.AppendCommand(nil, "PING"), "EVAL", lock.ReleaseScriptSource, "1", "baton:{raw}", "owner")
 		b.ReportAllocs()
-		roundTrip := func(cmd []byte, replies int) {
-			if _, err := nc.Write(cmd); err != nil {
-				b.Fatal(err)
-			}
-			for range replies {
-				if _, err := rd.Read(); err != nil {
-					b.Fatal(err)
-				}
-			}
-		}
 		for b.Loop() {
-			roundTrip(acquire, 1)
-			roundTrip(release, 2) // PONG, then the release's reply
+			raw.RoundTrip(b, acquire, 1)
+			raw.RoundTrip(b, release, 2) // PONG, then the release's reply
 		}
 	})
 	b.Run("impl=lock", func(b *testing.B) {

@@ -2,7 +2,6 @@ package lock_test
 
 import (
 	"context"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,7 +21,6 @@ func TestLockersExcludeEachOther(t *testing.T) {
 	counter, err := conn.Dial(context.Background(), srv.Addr)
 	require.NoError(t, err)
 	defer counter.Close()
-	ctx := context.Background()
 
 	const goroutines, increments = 16, 2000
 	var taken atomic.Int64
@@ -32,12 +30,7 @@ func TestLockersExcludeEachOther(t *testing.T) {
 			wg.Go(func() {
 				for taken.Add(1) <= increments {
 					ls := mustLock(t, l, "counter")
-					// A plain read-modify-write: only the lock keeps it exact.
-					v, err := counter.Do(ctx, "GET", "count")
-					require.NoError(t, err)
-					n, _ := strconv.Atoi(v.Str)
-					_, err = counter.Do(ctx, "SET", "count", strconv.Itoa(n+1))
-					require.NoError(t, err)
+					incrementPlainly(t, counter, "count")
 					mustUnlock(t, ls)
 				}
 			})

@@ -33,11 +33,8 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalid)
 	}
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := o.check(); err != nil {
+	o, err := buildOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	client, err := conn.NewClient(addr, o.connOptions...)
@@ -65,11 +62,8 @@ func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, err
 	if c == nil || s == nil {
 		return nil, fmt.Errorf("%w: nil client or subscriber", ErrInvalid)
 	}
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
-	}
-	if err := o.check(); err != nil {
+	o, err := buildOptions(opts)
+	if err != nil {
 		return nil, err
 	}
 	return newLocker(c, s, o), nil
@@ -88,6 +82,14 @@ func newLocker(c *conn.Client, s *subscriber.Subscriber, o options) *Locker {
 // Client is the Locker's command connection, for callers who want to run
 // their own commands beside the lock's.
 func (l *Locker) Client() *conn.Client { return l.client }
+
+func buildOptions(opts []Option) (options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		opt(&o)
+	}
+	return o, o.check()
+}
 
 func (o options) check() error {
 	switch {

@@ -2,11 +2,13 @@ package lock_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 )
@@ -34,4 +36,16 @@ func mustLock(t testing.TB, l *lock.Locker, key string) *lock.Lease {
 func mustUnlock(t testing.TB, ls *lock.Lease) {
 	t.Helper()
 	require.NoError(t, ls.Unlock(context.Background()))
+}
+
+// incrementPlainly adds one to the integer at key with a GET and a SET: a
+// read-modify-write that only the lock keeps exact.
+func incrementPlainly(t testing.TB, c *conn.Conn, key string) {
+	t.Helper()
+	ctx := context.Background()
+	v, err := c.Do(ctx, "GET", key)
+	require.NoError(t, err)
+	n, _ := strconv.Atoi(v.Str)
+	_, err = c.Do(ctx, "SET", key, strconv.Itoa(n+1))
+	require.NoError(t, err)
 }

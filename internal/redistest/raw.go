@@ -1,0 +1,43 @@
+package redistest
+
+import (
+	"net"
+	"testing"
+
+	"github.com/batonlock/baton/resp"
+)
+
+// Raw is a bare connection written and read by the calling goroutine, with
+// nothing between the test and the socket: the baseline that benchmarks of
+// the connection layer measure themselves against.
+type Raw struct {
+	conn net.Conn
+	rd   *resp.Reader
+}
+
+// DialRaw connects to addr and closes the connection at t.Cleanup.
+func DialRaw(t testing.TB, addr string) *Raw {
+	t.Helper()
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatalf("redistest: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return &Raw{conn: c, rd: resp.NewReader(c)}
+}
+
+// RoundTrip writes cmd, encoded RESP, and reads replies replies.
+func (r *Raw) RoundTrip(t testing.TB, cmd []byte, replies int) {
+	if _, err := r.conn.Write(cmd); err != nil {
+		t.Fatalf("redistest: raw write: %v", err)
+	}
+	for range replies {
+		v, err := r.rd.Read()
+		if err != nil {
+			t.Fatalf("redistest: raw read: %v", err)
+		}
+		if err := v.Err(); err != nil {
+			t.Fatalf("redistest: raw reply: %v", err)
+		}
+	}
+}
