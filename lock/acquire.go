@@ -26,6 +26,9 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 	if err := l.checkAcquire(ctx, key); err != nil {
 		return nil, err
 	}
+	if l.opts.fair {
+		return l.lockFair(ctx, key)
+	}
 	names := l.keyNames(key)
 	owner := rand.Text()
 	if !l.sub.Waiting(names.lock) {
@@ -76,7 +79,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 		}
 		if ctx.Err() != nil {
 			if sent != nil && sent.pending != nil {
-				l.releaseInBackground(key, names.lock, owner)
+				l.releaseInBackground(key, names, owner)
 			}
 			return nil, fmt.Errorf("lock %q: %w", key, ctx.Err())
 		}
@@ -89,7 +92,13 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	if err := l.checkAcquire(ctx, key); err != nil {
 		return nil, err
 	}
-	ls, _, err := l.tryAcquire(ctx, key, l.keyNames(key), rand.Text())
+	var ls *Lease
+	var err error
+	if l.opts.fair {
+		ls, err = l.fairAttempt(ctx, key, l.keyNames(key), rand.Text(), 0, false)
+	} else {
+		ls, _, err = l.tryAcquire(ctx, key, l.keyNames(key), rand.Text())
+	}
 	if ls == nil && err == nil {
 		return nil, fmt.Errorf("lock %q: %w", key, ErrNotAcquired)
 	}
@@ -134,7 +143,7 @@ func (l *Locker) acquired(key string, names keyNames, owner string, start time.T
 		if mayHaveRun(err) {
 			// The script may have taken the lock for an owner who has
 			// gone: undo it, after it on the same connection.
-			l.releaseInBackground(key, names.lock, owner)
+			l.releaseInBackground(key, names, owner)
 		}
 		return nil, 0, fmt.Errorf("lock %q: acquire: %w", key, err)
 	}
@@ -145,7 +154,7 @@ func (l *Locker) acquired(key string, names keyNames, owner string, start time.T
 	case v.Int > 0:
 		ls := l.newLease(key, names, owner, uint64(v.Int), start)
 		if ls == nil {
-			l.releaseInBackground(key, names.lock, owner)
+			l.releaseInBackground(key, names, owner)
 			return nil, 0, ErrClosed
 		}
 		return ls, 0, nil

@@ -22,6 +22,12 @@ func (l *Locker) keyNames(key string) keyNames {
 	return keyNames{lock: base, fence: base + ":fence"}
 }
 
+// fairKeys are the keys of the fair mode's scripts, in their KEYS order:
+// lock, fence, queue, waiters, seq (see fair_scripts.go).
+func (n keyNames) fairKeys() []string {
+	return []string{n.lock, n.fence, n.lock + ":queue", n.lock + ":waiters", n.lock + ":seq"}
+}
+
 func checkCall(ctx context.Context, key string) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalid)

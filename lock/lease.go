@@ -174,5 +174,5 @@ func (ls *Lease) Unlock(ctx context.Context) error {
 	if ended {
 		return fmt.Errorf("lock %q: unlock: %w", ls.key, ErrNotHeld)
 	}
-	return ls.l.release(ctx, ls.key, ls.names.lock, ls.owner)
+	return ls.l.release(ctx, ls.key, ls.names, ls.owner)
 }

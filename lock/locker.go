@@ -19,6 +19,8 @@ type Locker struct {
 	owns   bool // Open made client and sub, so Close closes them
 	opts   options
 	ttlArg string // opts.ttl in milliseconds, as sent
+	// queueLeaseArg is opts.queueLease in milliseconds, as sent
+	queueLeaseArg string
 
 	background sync.WaitGroup // releases that outlive their callers, and watchdogs
 
@@ -44,7 +46,11 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if _, err := client.Conn(ctx); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	subOpts := append([]subscriber.Option{subscriber.WithConnOptions(o.connOptions...)}, o.subscriberOptions...)
+	subOpts := []subscriber.Option{subscriber.WithConnOptions(o.connOptions...)}
+	if o.fair {
+		subOpts = append(subOpts, subscriber.WithoutKeyspaceEvents())
+	}
+	subOpts = append(subOpts, o.subscriberOptions...)
 	sub, err := subscriber.New(ctx, addr, subOpts...)
 	if err != nil {
 		_ = client.Close()
@@ -75,7 +81,9 @@ func newLocker(c *conn.Client, s *subscriber.Subscriber, o options) *Locker {
 		sub:    s,
 		opts:   o,
 		ttlArg: strconv.FormatInt(o.ttl.Milliseconds(), 10),
-		leases: map[*Lease]struct{}{},
+
+		queueLeaseArg: strconv.FormatInt(o.queueLease.Milliseconds(), 10),
+		leases:        map[*Lease]struct{}{},
 	}
 }
 
@@ -95,6 +103,8 @@ func (o options) check() error {
 	switch {
 	case o.ttl < time.Millisecond:
 		return fmt.Errorf("%w: TTL %v, want at least 1ms", ErrInvalid, o.ttl)
+	case o.queueLease < 3*time.Millisecond:
+		return fmt.Errorf("%w: queue lease %v, want at least 3ms", ErrInvalid, o.queueLease)
 	case o.releaseTimeout <= 0:
 		return fmt.Errorf("%w: release timeout %v, want more than 0", ErrInvalid, o.releaseTimeout)
 	case o.releaseStyle < ReleasePingEval || o.releaseStyle > ReleaseGetDel:

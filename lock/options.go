@@ -12,6 +12,8 @@ type Option func(*options)
 
 type options struct {
 	ttl               time.Duration
+	fair              bool
+	queueLease        time.Duration
 	autoExtend        bool
 	prefix            string
 	releaseStyle      ReleaseStyle
@@ -23,6 +25,7 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		ttl:            10 * time.Second,
+		queueLease:     3 * time.Second,
 		prefix:         "baton:",
 		releaseStyle:   ReleasePingEval,
 		releaseTimeout: 5 * time.Second,
@@ -33,6 +36,20 @@ func defaultOptions() options {
 // releases it: the bound on how long a crashed holder blocks everyone else.
 // Default: 10s. It must be at least a millisecond.
 func WithTTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
+
+// WithFair makes the lock fair: waiters from every process queue in Redis
+// in the order their requests reached the server, and a release hands the
+// lock straight to the head of the queue, so that no releaser can take it
+// back and no server's write order matters. Every Locker of a key must use
+// the same mode. Fair mode needs no keyspace notifications; Open does not
+// touch notify-keyspace-events. Default: fast mode.
+func WithFair() Option { return func(o *options) { o.fair = true } }
+
+// WithQueueLease sets how long a fair waiter's place in the queue lasts
+// unless renewed; live waiters renew it every third of it, and re-check
+// whether a hand-off reached them at the same pace. A waiter that vanished
+// is skipped once its lease has run out. Default: 3s.
+func WithQueueLease(d time.Duration) Option { return func(o *options) { o.queueLease = d } }
 
 // WithAutoExtend starts a watchdog for every lease, which extends it to the
 // full TTL every TTL/3 until it is released. If an extension finds the lock

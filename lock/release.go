@@ -10,18 +10,18 @@ import (
 // release deletes the lock if owner holds it. A caller whose context can
 // end waits for the release in a goroutine the Locker owns, so that the
 // release completes even if the caller stops waiting.
-func (l *Locker) release(ctx context.Context, key, lockKey, owner string) error {
+func (l *Locker) release(ctx context.Context, key string, names keyNames, owner string) error {
 	if ctx.Done() == nil {
-		return l.releaseNow(ctx, key, lockKey, owner)
+		return l.releaseNow(ctx, key, names, owner)
 	}
 	result := make(chan error, 1)
 	spawned := l.spawn(func() {
 		bounded, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.releaseTimeout)
 		defer cancel()
-		result <- l.releaseNow(bounded, key, lockKey, owner)
+		result <- l.releaseNow(bounded, key, names, owner)
 	})
 	if !spawned {
-		return l.releaseNow(ctx, key, lockKey, owner)
+		return l.releaseNow(ctx, key, names, owner)
 	}
 	select {
 	case err := <-result:
@@ -33,27 +33,29 @@ func (l *Locker) release(ctx context.Context, key, lockKey, owner string) error 
 
 // releaseInBackground releases for an owner who is no longer waiting; it
 // is best effort, with the lock's TTL as the backstop.
-func (l *Locker) releaseInBackground(key, lockKey, owner string) {
+func (l *Locker) releaseInBackground(key string, names keyNames, owner string) {
 	undo := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), l.opts.releaseTimeout)
 		defer cancel()
-		_ = l.releaseNow(ctx, key, lockKey, owner)
+		_ = l.releaseNow(ctx, key, names, owner)
 	}
 	if !l.spawn(undo) {
 		undo()
 	}
 }
 
-func (l *Locker) releaseNow(ctx context.Context, key, lockKey, owner string) error {
+func (l *Locker) releaseNow(ctx context.Context, key string, names keyNames, owner string) error {
 	var v resp.Value
 	var err error
-	switch l.opts.releaseStyle {
-	case ReleasePingEval:
-		v, err = run(ctx, l.client, releaseScript, true, []string{lockKey}, owner)
-	case ReleaseEval:
-		v, err = run(ctx, l.client, releaseScript, false, []string{lockKey}, owner)
-	case ReleaseGetDel:
-		v, err = l.client.Do(ctx, "GETDEL", lockKey)
+	switch {
+	case l.opts.fair:
+		v, err = run(ctx, l.client, fairReleaseScript, true, names.fairKeys(), owner)
+	case l.opts.releaseStyle == ReleasePingEval:
+		v, err = run(ctx, l.client, releaseScript, true, []string{names.lock}, owner)
+	case l.opts.releaseStyle == ReleaseEval:
+		v, err = run(ctx, l.client, releaseScript, false, []string{names.lock}, owner)
+	case l.opts.releaseStyle == ReleaseGetDel:
+		v, err = l.client.Do(ctx, "GETDEL", names.lock)
 		if err == nil {
 			v.Type, v.Int = resp.Integer, 0
 			if v.Str == owner {

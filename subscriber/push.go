@@ -15,12 +15,15 @@ func (s *Subscriber) onPush(v resp.Value) {
 	}
 	channel, payload := v.Elems[1].Str, v.Elems[2].Str
 	if channel == s.channel {
-		id, err := strconv.ParseUint(payload, 10, 64)
+		// "<id>" or "<id> <message>"
+		idText, message, _ := strings.Cut(payload, " ")
+		id, err := strconv.ParseUint(idText, 10, 64)
 		if err != nil {
 			return // not ours to understand
 		}
 		s.mu.Lock()
 		if w := s.directed[id]; w != nil {
+			w.message = message
 			w.signal()
 		}
 		s.mu.Unlock()

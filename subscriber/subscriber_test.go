@@ -138,8 +138,11 @@ func TestDirectedWakeUpsWakeOnlyTheirWaiter(t *testing.T) {
 	requireWoken(t, b)
 	require.False(t, woken(a))
 	srv.Do(t, "PUBLISH", s.Channel(), "not a number")
-	srv.Do(t, "PUBLISH", s.Channel(), strconv.FormatUint(a.ID(), 10))
+	srv.Do(t, "PUBLISH", s.Channel(), strconv.FormatUint(a.ID(), 10)+" fence 42")
 	requireWoken(t, a)
+	require.Equal(t, "fence 42", a.TakeMessage())
+	require.Empty(t, a.TakeMessage())
+	require.Empty(t, b.TakeMessage())
 }
 
 func TestReconnectResubscribesAndWakesEveryWaiter(t *testing.T) {

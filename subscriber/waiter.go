@@ -21,6 +21,7 @@ type Waiter struct {
 	wake chan struct{} // capacity 1: a pending wake-up
 
 	onRelease func() // see OnRelease; set before the waiter is registered
+	message   string // guarded by s.mu: the text of the last directed message
 
 	ready     chan struct{} // closed when the subscription is confirmed or failed
 	err       error         // guarded by s.mu until ready is closed, then read-only
@@ -89,7 +90,8 @@ func (s *Subscriber) Waiting(key string) bool {
 }
 
 // Directed registers a waiter woken by a message with its ID on the
-// process's channel (see Channel). The channel is subscribed for the
+// process's channel (see Channel): the message is the ID in decimal,
+// optionally followed by a space and text that TakeMessage returns. The channel is subscribed for the
 // Subscriber's whole life, so the waiter is ready at once.
 func (s *Subscriber) Directed() (*Waiter, error) {
 	s.mu.Lock()
@@ -114,6 +116,17 @@ func (w *Waiter) Wake() <-chan struct{} { return w.wake }
 
 // ID identifies the waiter in directed messages.
 func (w *Waiter) ID() uint64 { return w.id }
+
+// TakeMessage returns the text that followed the ID in the last directed
+// message to the waiter, and forgets it; "" if there was none since the
+// last call.
+func (w *Waiter) TakeMessage() string {
+	w.s.mu.Lock()
+	defer w.s.mu.Unlock()
+	m := w.message
+	w.message = ""
+	return m
+}
 
 // Close takes the waiter out of its key's line. A wake-up it received but
 // did not take passes to the next waiter of the key, so that a release is

@@ -1,0 +1,104 @@
+package lock
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/batonlock/baton/resp"
+)
+
+// lockFair queues for the lock and waits to be handed it. The hand-off
+// arrives as a directed message carrying the fencing token; the same
+// attempt, repeated every third of the queue lease and after a reconnect,
+// renews the place in the queue and catches a hand-off whose message was
+// lost.
+func (l *Locker) lockFair(ctx context.Context, key string) (*Lease, error) {
+	names := l.keyNames(key)
+	owner := rand.Text()
+	w, err := l.sub.Directed()
+	if err != nil {
+		return nil, fmt.Errorf("lock %q: %w", key, err)
+	}
+	defer w.Close()
+	var timer *time.Timer
+	for {
+		ls, err := l.fairAttempt(ctx, key, names, owner, w.ID(), true)
+		if ls != nil || err != nil {
+			return ls, err
+		}
+		if timer == nil {
+			timer = time.NewTimer(l.opts.queueLease / 3)
+			defer timer.Stop()
+		} else {
+			timer.Reset(l.opts.queueLease / 3)
+		}
+		select {
+		case <-w.Wake():
+			if fence, ok := handedFence(w.TakeMessage()); ok {
+				return l.handedLease(key, names, owner, fence)
+			}
+			// A reconnect: the hand-off may have been missed; look.
+		case <-timer.C:
+		case <-ctx.Done():
+			// Leave the queue, and pass on a hand-off that raced the
+			// cancel.
+			l.releaseInBackground(key, names, owner)
+			return nil, fmt.Errorf("lock %q: %w", key, ctx.Err())
+		}
+	}
+}
+
+// fairAttempt runs the fair acquire script once: it takes the lock if it is
+// free and nobody is queued, and otherwise queues the caller (when queue
+// is set) or renews its place.
+func (l *Locker) fairAttempt(ctx context.Context, key string, names keyNames, owner string, id uint64, queue bool) (*Lease, error) {
+	queueArg := "0"
+	if queue {
+		queueArg = "1"
+	}
+	start := time.Now()
+	v, err := run(ctx, l.client, fairAcquireScript, false, names.fairKeys(),
+		owner, l.ttlArg, strconv.FormatUint(id, 10), l.sub.Channel(), l.queueLeaseArg, queueArg)
+	if err != nil {
+		if mayHaveRun(err) {
+			l.releaseInBackground(key, names, owner)
+		}
+		return nil, fmt.Errorf("lock %q: acquire: %w", key, err)
+	}
+	if len(v.Elems) != 2 || v.Elems[0].Type != resp.Integer || v.Elems[1].Type != resp.Integer {
+		return nil, fmt.Errorf("lock %q: acquire: unexpected reply %s", key, v)
+	}
+	if v.Elems[0].Int != 1 {
+		return nil, nil
+	}
+	ls := l.newLease(key, names, owner, uint64(v.Elems[1].Int), start)
+	if ls == nil {
+		l.releaseInBackground(key, names, owner)
+		return nil, ErrClosed
+	}
+	return ls, nil
+}
+
+// handedLease is the lease for a hand-off just heard of. The lock's TTL
+// started when the releaser's script ran, a moment before the message
+// arrived: the lease's deadline, counted from now, is that much late.
+func (l *Locker) handedLease(key string, names keyNames, owner string, fence uint64) (*Lease, error) {
+	ls := l.newLease(key, names, owner, fence, time.Now())
+	if ls == nil {
+		l.releaseInBackground(key, names, owner)
+		return nil, ErrClosed
+	}
+	return ls, nil
+}
+
+// handedFence reads the fencing token from a hand-off message.
+func handedFence(message string) (uint64, bool) {
+	if message == "" {
+		return 0, false
+	}
+	fence, err := strconv.ParseUint(message, 10, 64)
+	return fence, err == nil && fence > 0
+}

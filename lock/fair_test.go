@@ -1,0 +1,177 @@
+package lock_test
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+func queueLen(t *testing.T, srv *redistest.Server, key string) int64 {
+	t.Helper()
+	return srv.Do(t, "ZCARD", "baton:{"+key+"}:queue").Int
+}
+
+func TestFairWaitersAcquireInArrivalOrder(t *testing.T) {
+	srv := redistest.Start(t)
+	lockers := []*lock.Locker{
+		open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair()),
+		open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair()),
+	}
+	held := mustLock(t, lockers[0], "line")
+
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range 20 {
+		l := lockers[rand.IntN(len(lockers))]
+		wg.Go(func() {
+			ls := mustLock(t, l, "line")
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			mustUnlock(t, ls)
+		})
+		// The next waiter arrives only once this one is queued.
+		require.Eventually(t, func() bool { return queueLen(t, srv, "line") == int64(i+1) }, 5*time.Second, time.Millisecond)
+	}
+	mustUnlock(t, held)
+	wg.Wait()
+	want := make([]int, 20)
+	for i := range want {
+		want[i] = i
+	}
+	require.Equal(t, want, order)
+	require.Zero(t, srv.Do(t, "EXISTS", "baton:{line}").Int)
+}
+
+func TestFairLockersExcludeEachOtherAndFenceInOrder(t *testing.T) {
+	srv := redistest.Start(t)
+	lockers := []*lock.Locker{open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair())}
+	counter, err := conn.Dial(context.Background(), srv.Addr)
+	require.NoError(t, err)
+	defer counter.Close()
+	var taken atomic.Int64
+	var last uint64
+	var wg sync.WaitGroup
+	for _, l := range lockers {
+		for range 16 {
+			wg.Go(func() {
+				for taken.Add(1) <= 2000 {
+					ls := mustLock(t, l, "counter")
+					require.Greater(t, ls.Token(), last)
+					last = ls.Token()
+					incrementPlainly(t, counter, "count")
+					mustUnlock(t, ls)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	require.Equal(t, "2000", srv.Do(t, "GET", "count").Str)
+	require.Zero(t, queueLen(t, srv, "counter"))
+}
+
+func TestFairReleaserWaitsItsTurn(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair())
+	held := mustLock(t, a, "k")
+	got := make(chan struct{})
+	go func() {
+		ls := mustLock(t, b, "k")
+		close(got)
+		time.Sleep(20 * time.Millisecond)
+		mustUnlock(t, ls)
+	}()
+	require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	mustUnlock(t, held)
+	// The releaser asks again at once and must not get ahead of b.
+	again := mustLock(t, a, "k")
+	select {
+	case <-got:
+	default:
+		t.Fatal("the releaser took the lock back")
+	}
+	mustUnlock(t, again)
+}
+
+func TestFairTryLockDoesNotJumpTheQueue(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair())
+	ctx := context.Background()
+	held := mustLock(t, a, "k")
+	_, err := b.TryLock(ctx, "k")
+	require.ErrorIs(t, err, lock.ErrNotAcquired)
+	require.Zero(t, queueLen(t, srv, "k"), "TryLock does not queue")
+	mustUnlock(t, held)
+	ls, err := b.TryLock(ctx, "k")
+	require.NoError(t, err)
+	mustUnlock(t, ls)
+}
+
+func TestFairCancelledWaiterLeavesTheQueue(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair())
+	held := mustLock(t, a, "k")
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := b.Lock(ctx, "k")
+		errs <- err
+	}()
+	require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-errs, context.Canceled)
+	require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 0 }, 5*time.Second, time.Millisecond)
+	require.Zero(t, srv.Do(t, "HLEN", "baton:{k}:waiters").Int)
+	mustUnlock(t, held)
+}
+
+// TestFairCancelsRacingHandOffsPassTheLockOn cancels waiters at random
+// moments, many just as the lock is handed to them; a hand-off to a waiter
+// that gave up must be passed on, not held until its TTL.
+func TestFairCancelsRacingHandOffsPassTheLockOn(t *testing.T) {
+	srv := redistest.Start(t)
+	lockers := []*lock.Locker{
+		open(t, srv, lock.WithFair(), lock.WithTTL(time.Minute)),
+		open(t, srv, lock.WithFair(), lock.WithTTL(time.Minute)),
+	}
+	var acquired, cancelled atomic.Int64
+	var wg sync.WaitGroup
+	for g := range 10 {
+		l := lockers[g%2]
+		wg.Go(func() {
+			for range 50 {
+				ctx, cancel := context.WithCancel(context.Background())
+				timer := time.AfterFunc(time.Duration(rand.IntN(3000))*time.Microsecond, cancel)
+				ls, err := l.Lock(ctx, "k")
+				timer.Stop()
+				cancel()
+				if err != nil {
+					require.ErrorIs(t, err, context.Canceled)
+					cancelled.Add(1)
+					continue
+				}
+				acquired.Add(1)
+				mustUnlock(t, ls)
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("%d acquired, %d cancelled", acquired.Load(), cancelled.Load())
+	require.Equal(t, int64(500), acquired.Load()+cancelled.Load())
+	require.Positive(t, cancelled.Load())
+	require.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
+		"the lock is held after every waiter left")
+	require.Zero(t, queueLen(t, srv, "k"))
+	ls := mustLock(t, lockers[0], "k")
+	mustUnlock(t, ls)
+}
