@@ -23,9 +23,10 @@ import (
 // goroutine is even scheduled: the head start the release order gives a
 // waiter is not spent waiting for a CPU.
 func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
-	if err := l.checkAcquire(ctx, key); err != nil {
+	if err := l.startAcquire(ctx, key); err != nil {
 		return nil, err
 	}
+	defer l.calls.Done()
 	if l.opts.fair {
 		return l.lockFair(ctx, key)
 	}
@@ -65,23 +66,33 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 		}
 		sent = nil
 		early.armed.Store(true)
+		var stop error
 		select {
 		case s := <-early.sent:
 			sent = &s
+			// The wake-up that came with the hook is spent: left
+			// pending, it would be handed to the next waiter for nothing.
+			select {
+			case <-w.Wake():
+			default:
+			}
 		case <-w.Wake():
 		case <-timer.C:
 		case <-ctx.Done():
+			stop = ctx.Err()
+		case <-l.closing:
+			stop = ErrClosed
 		}
 		if sent == nil && !early.armed.CompareAndSwap(true, false) {
 			// The release hook fired meanwhile: its attempt is on its way.
 			s := <-early.sent
 			sent = &s
 		}
-		if ctx.Err() != nil {
+		if stop != nil {
 			if sent != nil && sent.pending != nil {
 				l.releaseInBackground(key, names, owner)
 			}
-			return nil, fmt.Errorf("lock %q: %w", key, ctx.Err())
+			return nil, fmt.Errorf("lock %q: %w", key, stop)
 		}
 	}
 }
@@ -89,13 +100,14 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 // TryLock makes one attempt to acquire the lock for key and returns
 // ErrNotAcquired if another owner holds it.
 func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
-	if err := l.checkAcquire(ctx, key); err != nil {
+	if err := l.startAcquire(ctx, key); err != nil {
 		return nil, err
 	}
+	defer l.calls.Done()
 	var ls *Lease
 	var err error
 	if l.opts.fair {
-		ls, err = l.fairAttempt(ctx, key, l.keyNames(key), rand.Text(), 0, false)
+		ls, _, err = l.fairAttempt(ctx, key, l.keyNames(key), rand.Text(), 0, false)
 	} else {
 		ls, _, err = l.tryAcquire(ctx, key, l.keyNames(key), rand.Text())
 	}
@@ -105,11 +117,12 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	return ls, err
 }
 
-func (l *Locker) checkAcquire(ctx context.Context, key string) error {
+// startAcquire checks a Lock or TryLock call and counts it in (see enter).
+func (l *Locker) startAcquire(ctx context.Context, key string) error {
 	if err := checkCall(ctx, key); err != nil {
 		return err
 	}
-	if l.isClosed() {
+	if !l.enter() {
 		return ErrClosed
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,8 +17,9 @@ import (
 )
 
 // BenchmarkLockUnlock is an uncontended Lock and Unlock from one goroutine:
-// two round trips. Two baselines run against the same server in the same
-// run, on a bare net.Conn written and read by the calling goroutine:
+// two round trips, in fast mode (impl=lock) and fair mode (impl=fair). Two
+// baselines run against the same server in the same run, on a bare
+// net.Conn written and read by the calling goroutine:
 // impl=raw is two PING round trips; impl=raw-scripts is the lock's own two
 // round trips (the acquire script, then PING and the release script), which
 // shows what the server's script execution adds. Compare with
@@ -44,20 +46,26 @@ func BenchmarkLockUnlock(b *testing.B) {
 			raw.RoundTrip(b, release, 2) // PONG, then the release's reply
 		}
 	})
-	b.Run("impl=lock", func(b *testing.B) {
-		l := open(b, srv)
-		ctx := context.Background()
-		b.ReportAllocs()
-		for b.Loop() {
-			ls, err := l.Lock(ctx, "bench")
-			if err != nil {
-				b.Fatal(err)
+	for _, mode := range []string{"lock", "fair"} {
+		b.Run("impl="+mode, func(b *testing.B) {
+			var opts []lock.Option
+			if mode == "fair" {
+				opts = append(opts, lock.WithFair())
 			}
-			if err := ls.Unlock(ctx); err != nil {
-				b.Fatal(err)
+			l := open(b, srv, opts...)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				ls, err := l.Lock(ctx, "bench")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := ls.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
+		})
+	}
 }
 
 // BenchmarkLockParallel is Lock and Unlock from 64 goroutines, each on a key
@@ -86,13 +94,19 @@ func BenchmarkLockParallel(b *testing.B) {
 }
 
 // BenchmarkHandOff measures, with 8 waiters on one key, the time from a
-// holder starting its release to the next holder's Lock returning. It
-// reports the median and the 99th percentile.
+// holder starting its release to the next holder's Lock returning, in fast
+// and in fair mode. It reports the median and the 99th percentile, and the
+// commands Redis ran per acquisition (INFO commandstats: every command,
+// those run inside scripts included).
 func BenchmarkHandOff(b *testing.B) {
 	srv := redistest.Start(b)
-	for _, waiters := range []int{8} {
-		b.Run("waiters="+strconv.Itoa(waiters), func(b *testing.B) {
-			l := open(b, srv)
+	for _, mode := range []string{"fast", "fair"} {
+		b.Run("mode="+mode+"/waiters=8", func(b *testing.B) {
+			var opts []lock.Option
+			if mode == "fair" {
+				opts = append(opts, lock.WithFair())
+			}
+			l := open(b, srv, opts...)
 			ctx := context.Background()
 			var (
 				mu        sync.Mutex
@@ -101,9 +115,10 @@ func BenchmarkHandOff(b *testing.B) {
 				remaining atomic.Int64
 			)
 			remaining.Store(int64(b.N))
+			srv.Do(b, "CONFIG", "RESETSTAT")
 			b.ResetTimer()
 			var wg sync.WaitGroup
-			for range waiters {
+			for range 8 {
 				wg.Go(func() {
 					for remaining.Add(-1) >= 0 {
 						ls, err := l.Lock(ctx, "handoff")
@@ -128,8 +143,26 @@ func BenchmarkHandOff(b *testing.B) {
 			wg.Wait()
 			b.StopTimer()
 			reportPercentiles(b, latencies)
+			b.ReportMetric(float64(commandCalls(b, srv))/float64(b.N), "redis-cmds/acquire")
 		})
 	}
+}
+
+// commandCalls sums the calls of every command in INFO commandstats.
+func commandCalls(b *testing.B, srv *redistest.Server) int64 {
+	var total int64
+	for _, line := range strings.Split(srv.Do(b, "INFO", "commandstats").Str, "\n") {
+		_, stats, ok := strings.Cut(line, ":calls=")
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseInt(stats[:strings.IndexByte(stats, ',')], 10, 64)
+		if err != nil {
+			b.Fatalf("commandstats line %q: %v", line, err)
+		}
+		total += n
+	}
+	return total
 }
 
 func reportPercentiles(b *testing.B, d []time.Duration) {

@@ -6,3 +6,7 @@ var (
 	AcquireScriptSource = acquireScript.src
 	ReleaseScriptSource = releaseScript.src
 )
+
+// QueuedAfter is, for a fair lease that waited in the queue, the last
+// fencing token handed out when it queued, and whether it queued at all.
+func QueuedAfter(ls *Lease) (uint64, bool) { return ls.queuedAfter, ls.queuedAfter != 0 }

@@ -24,10 +24,17 @@ func (l *Locker) lockFair(ctx context.Context, key string) (*Lease, error) {
 	}
 	defer w.Close()
 	var timer *time.Timer
+	var queuedAfter uint64 // the last fencing token handed out when we queued
 	for {
-		ls, err := l.fairAttempt(ctx, key, names, owner, w.ID(), true)
+		ls, seen, err := l.fairAttempt(ctx, key, names, owner, w.ID(), true)
 		if ls != nil || err != nil {
+			if ls != nil {
+				ls.queuedAfter = queuedAfter
+			}
 			return ls, err
+		}
+		if queuedAfter == 0 {
+			queuedAfter = seen
 		}
 		if timer == nil {
 			timer = time.NewTimer(l.opts.queueLease / 3)
@@ -38,7 +45,11 @@ func (l *Locker) lockFair(ctx context.Context, key string) (*Lease, error) {
 		select {
 		case <-w.Wake():
 			if fence, ok := handedFence(w.TakeMessage()); ok {
-				return l.handedLease(key, names, owner, fence)
+				ls, err := l.handedLease(key, names, owner, fence)
+				if ls != nil {
+					ls.queuedAfter = queuedAfter
+				}
+				return ls, err
 			}
 			// A reconnect: the hand-off may have been missed; look.
 		case <-timer.C:
@@ -47,6 +58,9 @@ func (l *Locker) lockFair(ctx context.Context, key string) (*Lease, error) {
 			// cancel.
 			l.releaseInBackground(key, names, owner)
 			return nil, fmt.Errorf("lock %q: %w", key, ctx.Err())
+		case <-l.closing:
+			l.releaseInBackground(key, names, owner)
+			return nil, fmt.Errorf("lock %q: %w", key, ErrClosed)
 		}
 	}
 }
@@ -54,7 +68,8 @@ func (l *Locker) lockFair(ctx context.Context, key string) (*Lease, error) {
 // fairAttempt runs the fair acquire script once: it takes the lock if it is
 // free and nobody is queued, and otherwise queues the caller (when queue
 // is set) or renews its place.
-func (l *Locker) fairAttempt(ctx context.Context, key string, names keyNames, owner string, id uint64, queue bool) (*Lease, error) {
+// It also returns, when not acquired, the last fencing token handed out.
+func (l *Locker) fairAttempt(ctx context.Context, key string, names keyNames, owner string, id uint64, queue bool) (*Lease, uint64, error) {
 	queueArg := "0"
 	if queue {
 		queueArg = "1"
@@ -66,20 +81,24 @@ func (l *Locker) fairAttempt(ctx context.Context, key string, names keyNames, ow
 		if mayHaveRun(err) {
 			l.releaseInBackground(key, names, owner)
 		}
-		return nil, fmt.Errorf("lock %q: acquire: %w", key, err)
+		return nil, 0, fmt.Errorf("lock %q: acquire: %w", key, err)
 	}
-	if len(v.Elems) != 2 || v.Elems[0].Type != resp.Integer || v.Elems[1].Type != resp.Integer {
-		return nil, fmt.Errorf("lock %q: acquire: unexpected reply %s", key, v)
+	if len(v.Elems) < 2 || v.Elems[0].Type != resp.Integer || v.Elems[1].Type != resp.Integer {
+		return nil, 0, fmt.Errorf("lock %q: acquire: unexpected reply %s", key, v)
 	}
 	if v.Elems[0].Int != 1 {
-		return nil, nil
+		var seen uint64
+		if len(v.Elems) == 3 {
+			seen = uint64(v.Elems[2].Int)
+		}
+		return nil, seen, nil
 	}
 	ls := l.newLease(key, names, owner, uint64(v.Elems[1].Int), start)
 	if ls == nil {
 		l.releaseInBackground(key, names, owner)
-		return nil, ErrClosed
+		return nil, 0, ErrClosed
 	}
-	return ls, nil
+	return ls, 0, nil
 }
 
 // handedLease is the lease for a hand-off just heard of. The lock's TTL

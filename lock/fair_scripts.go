@@ -45,7 +45,8 @@ end
 // caller owns it already (a hand-off whose message was lost).
 // ARGV: owner, TTL ms, waiter id, channel, queue lease ms, and "1" to queue
 // or "0" to only try.
-// Returns {1, fence} when the caller owns the lock, else {0, PTTL}.
+// Returns {1, fence} when the caller owns the lock, else {0, PTTL, fence
+// now}: the last fencing token handed out when the caller queued or renewed.
 var fairAcquireScript = newScript(fairPrelude + `
 local owner = ARGV[1]
 local holder = redis.call('GET', KEYS[1])
@@ -71,7 +72,7 @@ if ARGV[6] == '1' then
 		redis.call('ZADD', KEYS[3], redis.call('INCR', KEYS[5]), owner)
 	end
 end
-return {0, redis.call('PTTL', KEYS[1])}
+return {0, redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}
 `)
 
 // fairReleaseScript takes the caller out of the queue and, if it owns the

@@ -15,6 +15,10 @@ type Lease struct {
 	names keyNames
 	owner string // 128 random bits: the lock's value while this lease holds it
 	token uint64
+	// queuedAfter is, for a fair lease that waited in the queue, the last
+	// fencing token handed out when it queued: leases in between were
+	// granted after it asked. Tests read it to count who went first.
+	queuedAfter uint64
 
 	mu       sync.Mutex
 	state    leaseState    // guarded by mu
@@ -86,15 +90,28 @@ func (ls *Lease) Done() <-chan struct{} {
 // runOut ends the lease at its deadline, unless an extension moved it.
 func (ls *Lease) runOut() {
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.state != held {
-		return
+	if ls.state == held {
+		if left := time.Until(ls.deadline); left > 0 {
+			ls.expiry.Reset(left)
+			ls.mu.Unlock()
+			return
+		}
 	}
-	if left := time.Until(ls.deadline); left > 0 {
-		ls.expiry.Reset(left)
-		return
+	ls.mu.Unlock()
+	ls.expire()
+}
+
+// expire ends a lease whose time ran out by this process's clock. The lock
+// may still stand in Redis (the local deadline errs early, and an extension
+// may be landing), so it is released too: once Done is closed, Redis must
+// not keep the lock for a holder that has stopped.
+func (ls *Lease) expire() {
+	ls.mu.Lock()
+	ended := ls.endLocked(lost)
+	ls.mu.Unlock()
+	if ended {
+		ls.l.releaseInBackground(ls.key, ls.names, ls.owner)
 	}
-	ls.endLocked(lost)
 }
 
 // endLocked moves the lease out of held, once, and tells everyone who
@@ -133,6 +150,10 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ttl < time.Millisecond {
 		return fmt.Errorf("%w: TTL %v, want at least 1ms", ErrInvalid, ttl)
 	}
+	if !ls.l.enter() {
+		return fmt.Errorf("lock %q: extend: %w", ls.key, ErrClosed)
+	}
+	defer ls.l.calls.Done()
 	if !ls.isHeld() {
 		return fmt.Errorf("lock %q: extend: %w", ls.key, ErrNotHeld)
 	}
@@ -147,9 +168,13 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.state == held {
-		ls.deadline = start.Add(ttl)
+	if ls.state != held {
+		// The lease ran out while the extension was on its way; the
+		// release sent when it ran out follows the extension and undoes
+		// it.
+		return fmt.Errorf("lock %q: extend: %w", ls.key, ErrNotHeld)
 	}
+	ls.deadline = start.Add(ttl)
 	return nil
 }
 
@@ -163,11 +188,21 @@ func (ls *Lease) isHeld() bool {
 // the release still completes in the background, bounded by the release
 // timeout: a cancelled release never leaves the lock held until its TTL.
 // It returns ErrNotHeld if the lease had ended, or if the lock turned out
-// to belong to someone else by the time the release ran.
+// to belong to someone else by the time the release ran, and ErrClosed
+// once the Locker's Close has begun (Close releases the lease).
 func (ls *Lease) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalid)
 	}
+	if !ls.l.enter() {
+		// Close releases every lease it finds held.
+		return fmt.Errorf("lock %q: unlock: %w", ls.key, ErrClosed)
+	}
+	defer ls.l.calls.Done()
+	return ls.unlock(ctx)
+}
+
+func (ls *Lease) unlock(ctx context.Context) error {
 	ls.mu.Lock()
 	ended := !ls.endLocked(released)
 	ls.mu.Unlock()

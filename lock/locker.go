@@ -23,6 +23,8 @@ type Locker struct {
 	queueLeaseArg string
 
 	background sync.WaitGroup // releases that outlive their callers, and watchdogs
+	calls      sync.WaitGroup // Lock, TryLock, Unlock and Extend calls in progress
+	closing    chan struct{}  // closed when Close begins: waiting Locks give up
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{} // guarded by mu: leases not yet released or lost
@@ -84,6 +86,7 @@ func newLocker(c *conn.Client, s *subscriber.Subscriber, o options) *Locker {
 
 		queueLeaseArg: strconv.FormatInt(o.queueLease.Milliseconds(), 10),
 		leases:        map[*Lease]struct{}{},
+		closing:       make(chan struct{}),
 	}
 }
 
@@ -113,8 +116,11 @@ func (o options) check() error {
 	return nil
 }
 
-// Close releases every lease still held, stops the watchdogs, waits for
-// releases still in progress, and closes the connections Open made.
+// Close makes waiting Locks return ErrClosed, waits for the Lock, TryLock,
+// Unlock and Extend calls in progress (later ones fail with ErrClosed), releases every lease still held, stops the watchdogs,
+// waits for releases still in progress, and closes the connections Open
+// made. A Lock whose command is in flight holds Close up until its reply
+// comes, which its own context bounds.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -122,6 +128,14 @@ func (l *Locker) Close() error {
 		return nil
 	}
 	l.closed = true
+	close(l.closing)
+	l.mu.Unlock()
+
+	// Waiting Locks give up at once; a call whose command is in flight
+	// ends when its reply comes (a lease it won is refused and released).
+	l.calls.Wait()
+
+	l.mu.Lock()
 	held := make([]*Lease, 0, len(l.leases))
 	for ls := range l.leases {
 		held = append(held, ls)
@@ -131,7 +145,7 @@ func (l *Locker) Close() error {
 	var errs []error
 	for _, ls := range held {
 		ctx, cancel := context.WithTimeout(context.Background(), l.opts.releaseTimeout)
-		if err := ls.Unlock(ctx); err != nil && !errors.Is(err, ErrNotHeld) {
+		if err := ls.unlock(ctx); err != nil && !errors.Is(err, ErrNotHeld) {
 			errs = append(errs, err)
 		}
 		cancel()
@@ -141,6 +155,18 @@ func (l *Locker) Close() error {
 		errs = append(errs, l.sub.Close(), l.client.Close())
 	}
 	return errors.Join(errs...)
+}
+
+// enter counts a public call in, so that Close waits for it, unless Close
+// has begun. The caller must call l.calls.Done when it returns.
+func (l *Locker) enter() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return false
+	}
+	l.calls.Add(1)
+	return true
 }
 
 // spawn runs f in a goroutine that Close waits for. Once Close has begun
@@ -158,10 +184,4 @@ func (l *Locker) spawn(f func()) bool {
 		f()
 	}()
 	return true
-}
-
-func (l *Locker) isClosed() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.closed
 }

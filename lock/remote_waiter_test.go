@@ -22,20 +22,29 @@ import (
 // the holder's scheduler and network poller, which decide the race by
 // themselves.
 const (
-	remoteWaiterAddr  = "BATON_REMOTE_WAITER_ADDR"
-	remoteWaiterStyle = "BATON_REMOTE_WAITER_STYLE"
+	remoteWaiterAddr = "BATON_REMOTE_WAITER_ADDR"
+	remoteWaiterMode = "BATON_REMOTE_WAITER_MODE"
 )
+
+// modes are the ways of running the lock that the scenario compares: the
+// fast mode's release styles, and fair mode.
+var modes = map[string][]lock.Option{
+	"ping+eval": {lock.WithReleaseStyle(lock.ReleasePingEval)},
+	"eval":      {lock.WithReleaseStyle(lock.ReleaseEval)},
+	"getdel":    {lock.WithReleaseStyle(lock.ReleaseGetDel)},
+	"fair":      {lock.WithFair()},
+}
 
 // passedOver runs the scenario baton exists for: a holder locks, does one
 // GET+SET and unlocks, 200 times back to back; a waiter in another process,
 // with its own connections, asks for the lock once after the holder's 10th
 // iteration. It returns how many times the holder acquired the lock while
 // the waiter was waiting, read off the fencing tokens.
-func passedOver(t *testing.T, srv *redistest.Server, style lock.ReleaseStyle) int {
+func passedOver(t *testing.T, srv *redistest.Server, mode string) int {
 	t.Helper()
 	srv.Do(t, "FLUSHALL")
 	child := exec.Command(os.Args[0], "-test.run=^TestRemoteWaiterProcess$")
-	child.Env = append(os.Environ(), remoteWaiterAddr+"="+srv.Addr, remoteWaiterStyle+"="+strconv.Itoa(int(style)))
+	child.Env = append(os.Environ(), remoteWaiterAddr+"="+srv.Addr, remoteWaiterMode+"="+mode)
 	stdin, err := child.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := child.StdoutPipe()
@@ -47,7 +56,7 @@ func passedOver(t *testing.T, srv *redistest.Server, style lock.ReleaseStyle) in
 	require.True(t, lines.Scan(), "child did not start")
 	require.Equal(t, "ready", lines.Text())
 
-	holder := open(t, srv, lock.WithReleaseStyle(style))
+	holder := open(t, srv, modes[mode]...)
 	data, err := conn.Dial(context.Background(), srv.Addr)
 	require.NoError(t, err)
 	defer data.Close()
@@ -68,29 +77,46 @@ func passedOver(t *testing.T, srv *redistest.Server, style lock.ReleaseStyle) in
 }
 
 // TestRemoteWaiterProcess is the waiter's side of passedOver, run in a
-// child process. It waits for "go" on stdin, reads the fencing counter,
+// child process. It waits for "go" on stdin, reads the fencing counter and
 // locks, and prints how many acquisitions came between.
 func TestRemoteWaiterProcess(t *testing.T) {
 	addr := os.Getenv(remoteWaiterAddr)
 	if addr == "" {
 		t.Skip("the remote waiter of TestRemoteWaiterNotPassedOverByBackToBackLocks")
 	}
-	style, err := strconv.Atoi(os.Getenv(remoteWaiterStyle))
-	require.NoError(t, err)
+	opts, ok := modes[os.Getenv(remoteWaiterMode)]
+	require.True(t, ok, "unknown mode %q", os.Getenv(remoteWaiterMode))
 	ctx := context.Background()
-	l, err := lock.Open(ctx, addr, lock.WithReleaseStyle(lock.ReleaseStyle(style)))
+	l, err := lock.Open(ctx, addr, opts...)
 	require.NoError(t, err)
 	defer l.Close()
 	fmt.Println("ready")
 	in := bufio.NewScanner(os.Stdin)
 	require.True(t, in.Scan())
-	v, err := l.Client().Do(ctx, "GET", "baton:{hot}:fence")
-	require.NoError(t, err)
-	before, err := strconv.ParseUint(v.Str, 10, 64)
+	// Read the fencing counter on the Locker's own connection, just ahead
+	// of the Lock's first command: acquisitions counted from there are the
+	// ones that came after the waiter asked.
+	cn := l.Client().Current()
+	require.NotNil(t, cn)
+	counter, err := cn.Start([]string{"GET", "baton:{hot}:fence"})
 	require.NoError(t, err)
 	ls, err := l.Lock(ctx, "hot")
 	require.NoError(t, err)
-	fmt.Printf("passed %d\n", ls.Token()-before-1)
+	replies, err := counter.Wait(ctx)
+	require.NoError(t, err)
+	before, err := strconv.ParseUint(replies[0].Str, 10, 64)
+	require.NoError(t, err)
+	passed := ls.Token() - before - 1
+	if os.Getenv(remoteWaiterMode) == "fair" {
+		// Count from the moment the waiter's request was queued, read in
+		// the same script: what comes between reading the counter and
+		// queueing is this process being slow, not the lock being unfair.
+		passed = 0
+		if queuedAfter, queued := lock.QueuedAfter(ls); queued {
+			passed = ls.Token() - queuedAfter - 1
+		}
+	}
+	fmt.Printf("passed %d\n", passed)
 	require.NoError(t, ls.Unlock(ctx))
 }
 
@@ -107,13 +133,32 @@ const maxPassedOverPingEval = 60
 
 func TestRemoteWaiterNotPassedOverByBackToBackLocks(t *testing.T) {
 	srv := redistest.Start(t)
-	for _, style := range []lock.ReleaseStyle{lock.ReleasePingEval, lock.ReleaseEval, lock.ReleaseGetDel} {
-		t.Run(style.String(), func(t *testing.T) {
-			n := passedOver(t, srv, style)
-			t.Logf("release=%s passed_over=%d", style, n)
-			if style == lock.ReleasePingEval {
+	for _, mode := range []string{"ping+eval", "eval", "getdel"} {
+		t.Run(mode, func(t *testing.T) {
+			n := passedOver(t, srv, mode)
+			t.Logf("release=%s passed_over=%d", mode, n)
+			if mode == "ping+eval" {
 				require.LessOrEqual(t, n, maxPassedOverPingEval)
 			}
+		})
+	}
+}
+
+// TestFairRemoteWaiterIsPassedOverAtMostOnce runs the same scenario in fair
+// mode, on servers where the fast mode's head start does not exist: with
+// I/O threads, and without keyspace notifications. The one pass allowed is
+// the holder's acquire that may land before the waiter's enqueue.
+func TestFairRemoteWaiterIsPassedOverAtMostOnce(t *testing.T) {
+	for name, config := range map[string][]string{
+		"default":     nil,
+		"io-threads":  {"io-threads 4", "io-threads-do-reads yes"},
+		"no-keyspace": {`notify-keyspace-events ""`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := redistest.Start(t, redistest.WithConfig(config...))
+			n := passedOver(t, srv, "fair")
+			t.Logf("server=%s passed_over=%d", name, n)
+			require.LessOrEqual(t, n, 1)
 		})
 	}
 }

@@ -33,7 +33,7 @@ func (ls *Lease) watchdog(stop <-chan struct{}) {
 			left := time.Until(ls.deadline)
 			ls.mu.Unlock()
 			if left <= 0 {
-				ls.markLost()
+				ls.expire()
 				return
 			}
 			timer.Reset(min(interval, left))

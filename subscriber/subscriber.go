@@ -13,6 +13,10 @@ import (
 	"github.com/batonlock/baton/conn"
 )
 
+// minRedialPause is the least time between two failed redials, whatever
+// backoff the connection options set.
+const minRedialPause = 10 * time.Millisecond
+
 // ErrClosed is returned by calls on a closed Subscriber.
 var ErrClosed = errors.New("subscriber: closed")
 
@@ -160,7 +164,9 @@ func (s *Subscriber) syncDirty(cn *conn.Conn) {
 	}
 	if len(add) > 0 {
 		err := cn.DoPush(s.ctx, s.command("SUBSCRIBE", add)...)
-		if err != nil && cn.Err() != nil {
+		if s.ctx.Err() != nil {
+			err = ErrClosed // the failure is the closing, not the waiters'
+		} else if err != nil && cn.Err() != nil {
 			return // reconnect subscribes to every key with waiters
 		}
 		s.mu.Lock()
@@ -200,6 +206,8 @@ func (s *Subscriber) reconnect() *conn.Conn {
 			if s.ctx.Err() != nil {
 				return nil
 			}
+			// The client's backoff may be zero: never spin.
+			s.pause(minRedialPause)
 			continue
 		}
 		if s.configureEvents {

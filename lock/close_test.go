@@ -1,0 +1,74 @@
+package lock_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+// slowReplies delays every read on a connection while on is set, so that a
+// reply lands after whatever the test needs to happen first.
+func slowReplies(on *atomic.Bool, d time.Duration) conn.Option {
+	return conn.WithTap(func(dir conn.Direction, _ []byte) {
+		if dir == conn.Read && on.Load() {
+			time.Sleep(d)
+		}
+	})
+}
+
+func TestCloseEndsWaitingLocksAndLeavesNothingHeld(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := redistest.Start(t)
+			var opts []lock.Option
+			if mode == "fair" {
+				opts = append(opts, lock.WithFair())
+			}
+			holder := open(t, srv, append(opts, lock.WithTTL(time.Minute))...)
+			held := mustLock(t, holder, "busy")
+
+			var slow atomic.Bool
+			l, err := lock.Open(context.Background(), srv.Addr,
+				append(opts, lock.WithTTL(time.Minute), lock.WithConnOptions(slowReplies(&slow, 100*time.Millisecond)))...)
+			require.NoError(t, err)
+			waiting := make(chan error, 1)
+			go func() { _, err := l.Lock(context.Background(), "busy"); waiting <- err }()
+			inFlight := make(chan error, 1)
+			time.Sleep(50 * time.Millisecond) // the waiter is queued or subscribed
+			slow.Store(true)
+			go func() { _, err := l.Lock(context.Background(), "free"); inFlight <- err }()
+			time.Sleep(20 * time.Millisecond) // its acquire is sent, its reply is slow
+			require.NoError(t, l.Close())
+
+			require.ErrorIs(t, <-waiting, lock.ErrClosed)
+			if err := <-inFlight; err != nil {
+				require.ErrorIs(t, err, lock.ErrClosed)
+			}
+			require.Zero(t, srv.Do(t, "EXISTS", "baton:{free}").Int, "a Lock cut short by Close left its lock held")
+			require.Zero(t, srv.Do(t, "ZCARD", "baton:{busy}:queue").Int)
+			mustUnlock(t, held)
+		})
+	}
+}
+
+func TestAnExtensionThatLandsAfterTheLeaseRanOutIsUndone(t *testing.T) {
+	srv := redistest.Start(t)
+	var slow atomic.Bool
+	l := open(t, srv, lock.WithTTL(100*time.Millisecond), lock.WithConnOptions(slowReplies(&slow, 150*time.Millisecond)))
+	ls := mustLock(t, l, "k")
+	done := ls.Done()
+	slow.Store(true)
+	err := ls.Extend(context.Background(), time.Minute)
+	slow.Store(false)
+	require.ErrorIs(t, err, lock.ErrNotHeld)
+	<-done
+	require.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
+		"the extension left the lock held for a minute after its lease ended")
+}
