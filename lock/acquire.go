@@ -31,12 +31,18 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 		return l.lockFair(ctx, key)
 	}
 	names := l.keyNames(key)
-	owner := rand.Text()
 	if !l.sub.Waiting(names.lock) {
-		if ls, _, err := l.tryAcquire(ctx, key, names, owner); ls != nil || err != nil {
+		if ls, _, err := l.tryAcquire(ctx, key, names, rand.Text()); ls != nil || err != nil {
 			return ls, err
 		}
 	}
+	return l.lockFast(ctx, key, names)
+}
+
+// lockFast is Lock's wait in fast mode: register for the key's releases,
+// try again, and wait between tries.
+func (l *Locker) lockFast(ctx context.Context, key string, names keyNames) (*Lease, error) {
+	owner := rand.Text()
 	early := &earlyAttempt{l: l, cmd: acquireScript.command(false, []string{names.lock, names.fence}, []string{owner, l.ttlArg}), sent: make(chan sentAttempt, 1)}
 	w, err := l.sub.Watch(ctx, names.lock, subscriber.OnRelease(early.send))
 	if err != nil {
@@ -131,9 +137,17 @@ func (l *Locker) startAcquire(ctx context.Context, key string) error {
 // tryAcquire runs the acquire script once. It returns the lease, or how
 // long the current holder's lock has left to live.
 func (l *Locker) tryAcquire(ctx context.Context, key string, names keyNames, owner string) (*Lease, time.Duration, error) {
+	ls, remaining, _, err := l.tryAcquireThen(ctx, key, names, owner, nil)
+	return ls, remaining, err
+}
+
+// tryAcquireThen is tryAcquire with commands sent in the same write right
+// after the attempt; their replies matter only if the attempt succeeded.
+func (l *Locker) tryAcquireThen(ctx context.Context, key string, names keyNames, owner string, after [][]string) (*Lease, time.Duration, []resp.Value, error) {
 	start := time.Now()
-	v, err := run(ctx, l.client, acquireScript, false, []string{names.lock, names.fence}, owner, l.ttlArg)
-	return l.acquired(key, names, owner, start, v, err)
+	v, rest, err := runWith(ctx, l.client, acquireScript, false, []string{names.lock, names.fence}, []string{owner, l.ttlArg}, after)
+	ls, remaining, err := l.acquired(key, names, owner, start, v, err)
+	return ls, remaining, rest, err
 }
 
 // awaitAcquire collects the reply of an attempt the release hook sent.

@@ -70,13 +70,26 @@ func (l *Locker) lockFair(ctx context.Context, key string) (*Lease, error) {
 // is set) or renews its place.
 // It also returns, when not acquired, the last fencing token handed out.
 func (l *Locker) fairAttempt(ctx context.Context, key string, names keyNames, owner string, id uint64, queue bool) (*Lease, uint64, error) {
+	ls, seen, _, err := l.fairAttemptThen(ctx, key, names, owner, id, queue, nil)
+	return ls, seen, err
+}
+
+// fairAttemptThen is fairAttempt with commands sent in the same write right
+// after the attempt; their replies matter only if the attempt succeeded.
+func (l *Locker) fairAttemptThen(ctx context.Context, key string, names keyNames, owner string, id uint64, queue bool, after [][]string) (*Lease, uint64, []resp.Value, error) {
 	queueArg := "0"
 	if queue {
 		queueArg = "1"
 	}
 	start := time.Now()
-	v, err := run(ctx, l.client, fairAcquireScript, false, names.fairKeys(),
-		owner, l.ttlArg, strconv.FormatUint(id, 10), l.sub.Channel(), l.queueLeaseArg, queueArg)
+	v, rest, err := runWith(ctx, l.client, fairAcquireScript, false, names.fairKeys(),
+		[]string{owner, l.ttlArg, strconv.FormatUint(id, 10), l.sub.Channel(), l.queueLeaseArg, queueArg}, after)
+	ls, seen, err := l.fairAcquired(key, names, owner, start, v, err)
+	return ls, seen, rest, err
+}
+
+// fairAcquired reads the fair acquire script's reply.
+func (l *Locker) fairAcquired(key string, names keyNames, owner string, start time.Time, v resp.Value, err error) (*Lease, uint64, error) {
 	if err != nil {
 		if mayHaveRun(err) {
 			l.releaseInBackground(key, names, owner)

@@ -209,5 +209,5 @@ func (ls *Lease) unlock(ctx context.Context) error {
 	if ended {
 		return fmt.Errorf("lock %q: unlock: %w", ls.key, ErrNotHeld)
 	}
-	return ls.l.release(ctx, ls.key, ls.names, ls.owner)
+	return ls.l.release(ctx, ls.key, ls.names, ls.owner, nil)
 }

@@ -48,6 +48,7 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if _, err := client.Conn(ctx); err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
+	loadScripts(ctx, client)
 	subOpts := []subscriber.Option{subscriber.WithConnOptions(o.connOptions...)}
 	if o.fair {
 		subOpts = append(subOpts, subscriber.WithoutKeyspaceEvents())

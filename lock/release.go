@@ -10,18 +10,18 @@ import (
 // release deletes the lock if owner holds it. A caller whose context can
 // end waits for the release in a goroutine the Locker owns, so that the
 // release completes even if the caller stops waiting.
-func (l *Locker) release(ctx context.Context, key string, names keyNames, owner string) error {
+func (l *Locker) release(ctx context.Context, key string, names keyNames, owner string, write *stateWrite) error {
 	if ctx.Done() == nil {
-		return l.releaseNow(ctx, key, names, owner)
+		return l.releaseNow(ctx, key, names, owner, write)
 	}
 	result := make(chan error, 1)
 	spawned := l.spawn(func() {
 		bounded, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.releaseTimeout)
 		defer cancel()
-		result <- l.releaseNow(bounded, key, names, owner)
+		result <- l.releaseNow(bounded, key, names, owner, write)
 	})
 	if !spawned {
-		return l.releaseNow(ctx, key, names, owner)
+		return l.releaseNow(ctx, key, names, owner, write)
 	}
 	select {
 	case err := <-result:
@@ -37,17 +37,21 @@ func (l *Locker) releaseInBackground(key string, names keyNames, owner string) {
 	undo := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), l.opts.releaseTimeout)
 		defer cancel()
-		_ = l.releaseNow(ctx, key, names, owner)
+		_ = l.releaseNow(ctx, key, names, owner, nil)
 	}
 	if !l.spawn(undo) {
 		undo()
 	}
 }
 
-func (l *Locker) releaseNow(ctx context.Context, key string, names keyNames, owner string) error {
+func (l *Locker) releaseNow(ctx context.Context, key string, names keyNames, owner string, write *stateWrite) error {
 	var v resp.Value
 	var err error
 	switch {
+	case write != nil && l.opts.fair:
+		v, err = run(ctx, l.client, fairReleaseSetScript, true, append(names.fairKeys(), write.key), owner, write.value, write.ttl)
+	case write != nil:
+		v, err = run(ctx, l.client, releaseSetScript, true, []string{names.lock, write.key}, owner, write.value, write.ttl)
 	case l.opts.fair:
 		v, err = run(ctx, l.client, fairReleaseScript, true, names.fairKeys(), owner)
 	case l.opts.releaseStyle == ReleasePingEval:

@@ -58,15 +58,37 @@ return 0
 
 var pingCommand = []string{"PING"}
 
+// allScripts are loaded by Open, so that the first use of each is an
+// EVALSHA like every other.
+var allScripts = []script{acquireScript, releaseScript, extendScript, fairAcquireScript, fairReleaseScript, releaseSetScript, fairReleaseSetScript}
+
+// loadScripts sends SCRIPT LOAD for every script in one write. It is an
+// optimisation only: where SCRIPT is refused or forgotten (a restart, a
+// failover, SCRIPT FLUSH), EVALSHA's NOSCRIPT falls back to EVAL.
+func loadScripts(ctx context.Context, c *conn.Client) {
+	cmds := make([][]string, len(allScripts))
+	for i, s := range allScripts {
+		cmds[i] = []string{"SCRIPT", "LOAD", s.src}
+	}
+	_, _ = c.DoMulti(ctx, cmds...)
+}
+
 // run executes s on keys with args, preceded in the same write by a PING
 // when ping is set (the release's wire rule), and returns the script's
 // reply. An error reply comes back as the error too.
 func run(ctx context.Context, c *conn.Client, s script, ping bool, keys []string, args ...string) (resp.Value, error) {
-	v, err := s.call(ctx, c, false, ping, keys, args)
-	if errors.Is(err, resp.NoScript) {
-		v, err = s.call(ctx, c, true, ping, keys, args)
-	}
+	v, _, err := runWith(ctx, c, s, ping, keys, args, nil)
 	return v, err
+}
+
+// runWith is run with further commands sent right after the script, in the
+// same write; their replies come back after the script's.
+func runWith(ctx context.Context, c *conn.Client, s script, ping bool, keys, args []string, after [][]string) (resp.Value, []resp.Value, error) {
+	v, rest, err := s.call(ctx, c, false, ping, keys, args, after)
+	if errors.Is(err, resp.NoScript) {
+		v, rest, err = s.call(ctx, c, true, ping, keys, args, after)
+	}
+	return v, rest, err
 }
 
 // command is EVALSHA, or EVAL with the source, of s.
@@ -82,14 +104,29 @@ func (s script) command(eval bool, keys, args []string) []string {
 	return append(cmd, args...)
 }
 
-func (s script) call(ctx context.Context, c *conn.Client, eval, ping bool, keys, args []string) (resp.Value, error) {
+func (s script) call(ctx context.Context, c *conn.Client, eval, ping bool, keys, args []string, after [][]string) (resp.Value, []resp.Value, error) {
 	cmd := s.command(eval, keys, args)
-	if !ping {
-		return c.Do(ctx, cmd...)
+	var replies []resp.Value
+	var err error
+	switch {
+	case !ping && len(after) == 0:
+		v, err := c.Do(ctx, cmd...)
+		return v, nil, err
+	case ping && len(after) == 0:
+		replies, err = c.DoMulti(ctx, pingCommand, cmd)
+	default:
+		cmds := make([][]string, 0, 2+len(after))
+		if ping {
+			cmds = append(cmds, pingCommand)
+		}
+		cmds = append(append(cmds, cmd), after...)
+		replies, err = c.DoMulti(ctx, cmds...)
 	}
-	replies, err := c.DoMulti(ctx, pingCommand, cmd)
 	if err != nil {
-		return resp.Value{}, err
+		return resp.Value{}, nil, err
 	}
-	return replies[1], replies[1].Err()
+	if ping {
+		replies = replies[1:]
+	}
+	return replies[0], replies[1:], replies[0].Err()
 }

@@ -1,0 +1,34 @@
+package manager_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// counter is the state most tests keep.
+type counter struct {
+	N int `json:"n"`
+}
+
+func increment(c *counter) error {
+	c.N++
+	return nil
+}
+
+func openLocker(t testing.TB, srv *redistest.Server, opts ...lock.Option) *lock.Locker {
+	t.Helper()
+	l, err := lock.Open(context.Background(), srv.Addr, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	return l
+}

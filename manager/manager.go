@@ -1,0 +1,95 @@
+package manager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/resp"
+)
+
+// ErrInvalid is matched by errors for bad arguments: an empty token, a nil
+// function or context, an option of the wrong type. Nothing was sent.
+var ErrInvalid = errors.New("manager: invalid argument")
+
+// ErrUndecodable is matched when the state stored for a token cannot be
+// decoded. The state is left as it is.
+var ErrUndecodable = errors.New("manager: state cannot be decoded")
+
+// Manager modifies state of type T per token under the token's lock.
+type Manager[T any] struct {
+	locker *lock.Locker
+	codec  Codec[T]
+	prefix string
+	ttl    time.Duration
+	err    error // a bad option, reported by every call
+}
+
+// New returns a Manager on l. A bad option is reported by every call.
+func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
+	s := defaultSettings()
+	for _, o := range opts {
+		o(&s)
+	}
+	m := &Manager[T]{locker: l, codec: JSON[T]{}, prefix: s.prefix, ttl: s.ttl}
+	if s.codec != nil {
+		c, ok := s.codec.(Codec[T])
+		if !ok {
+			m.err = fmt.Errorf("%w: codec %T is not a Codec for %T", ErrInvalid, s.codec, *new(T))
+		}
+		m.codec = c
+	}
+	switch {
+	case l == nil:
+		m.err = fmt.Errorf("%w: nil Locker", ErrInvalid)
+	case s.ttl < time.Millisecond:
+		m.err = fmt.Errorf("%w: state TTL %v, want at least 1ms", ErrInvalid, s.ttl)
+	}
+	return m
+}
+
+// Key is where the state of token lives.
+func (m *Manager[T]) Key(token string) string { return lock.StateKey(m.prefix, token, ":state") }
+
+func (m *Manager[T]) check(ctx context.Context, token string) error {
+	switch {
+	case m.err != nil:
+		return m.err
+	case ctx == nil:
+		return fmt.Errorf("%w: nil context", ErrInvalid)
+	case token == "":
+		return fmt.Errorf("%w: empty token", ErrInvalid)
+	}
+	return nil
+}
+
+// Get reads the state of token without the lock: a snapshot that may be
+// outdated by the time it returns. Missing state is T's zero value.
+func (m *Manager[T]) Get(ctx context.Context, token string) (T, error) {
+	var v T
+	if err := m.check(ctx, token); err != nil {
+		return v, err
+	}
+	reply, err := m.locker.Client().Do(ctx, "GET", m.Key(token))
+	if err != nil {
+		return v, fmt.Errorf("manager: get %q: %w", token, err)
+	}
+	err = m.decode(token, reply, &v)
+	return v, err
+}
+
+// decode reads a GET reply into v: missing state is T's zero value.
+func (m *Manager[T]) decode(token string, reply resp.Value, v *T) error {
+	if reply.IsNull() {
+		return nil
+	}
+	if reply.Type != resp.Bulk {
+		return fmt.Errorf("manager: token %q, key %q: %w: a %s, not a string", token, m.Key(token), ErrUndecodable, reply.Type)
+	}
+	if err := m.codec.Decode([]byte(reply.Str), v); err != nil {
+		return fmt.Errorf("manager: token %q, key %q: %w: %w", token, m.Key(token), ErrUndecodable, err)
+	}
+	return nil
+}

@@ -1,0 +1,66 @@
+package manager
+
+import (
+	"context"
+	"fmt"
+)
+
+// Modify runs fn on the state of token under the token's lock and writes
+// the result back.
+//
+//   - Missing state reaches fn as T's zero value.
+//   - If fn returns an error, nothing is written, the lock is released and
+//     the error comes back wrapped.
+//   - If fn panics, the lock is released and the panic goes on.
+//   - If the lease was lost by the time of the write-back (its TTL ran out
+//     while fn ran), nothing is written and the error matches
+//     lock.ErrNotHeld.
+//   - Undecodable state is an error naming the token and the key, and is
+//     not overwritten.
+//
+// The lock is released even when ctx ends during fn: the release, and the
+// write-back if fn succeeded, complete in the background.
+func (m *Manager[T]) Modify(ctx context.Context, token string, fn func(*T) error) (err error) {
+	if err := m.check(ctx, token); err != nil {
+		return err
+	}
+	if fn == nil {
+		return fmt.Errorf("%w: nil function", ErrInvalid)
+	}
+	key := m.Key(token)
+	lease, replies, err := m.locker.LockThen(ctx, token, []string{"GET", key})
+	if err != nil {
+		return fmt.Errorf("manager: modify %q: %w", token, err)
+	}
+	written := false
+	defer func() {
+		if written {
+			return
+		}
+		// fn failed, panicked, or the state could not be read or encoded:
+		// give the lock back untouched. A panic goes on after this.
+		if uerr := lease.Unlock(context.WithoutCancel(ctx)); uerr != nil && err == nil {
+			err = fmt.Errorf("manager: modify %q: releasing: %w", token, uerr)
+		}
+	}()
+
+	var state T
+	if err := replies[0].Err(); err != nil {
+		return fmt.Errorf("manager: modify %q: reading %q: %w", token, key, err)
+	}
+	if err := m.decode(token, replies[0], &state); err != nil {
+		return err
+	}
+	if err := fn(&state); err != nil {
+		return fmt.Errorf("manager: modify %q: %w", token, err)
+	}
+	data, err := m.codec.Encode(&state)
+	if err != nil {
+		return fmt.Errorf("manager: modify %q: encoding: %w", token, err)
+	}
+	written = true
+	if err := lease.UnlockSetting(ctx, key, string(data), m.ttl); err != nil {
+		return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
+	}
+	return nil
+}
