@@ -20,12 +20,14 @@ lint:
 bench:
 	@mkdir -p .bench && rm -f .bench/all.txt
 	for i in $$(seq $(BENCH_COUNT)); do \
-		$(GO) test -run '^$$' -bench . -benchmem -count 1 ./resp/ ./conn/ ./lock/ | tee -a .bench/all.txt || exit 1; \
+		$(GO) test -run '^$$' -bench . -benchmem -count 1 ./resp/ ./conn/ ./lock/ ./manager/ | tee -a .bench/all.txt || exit 1; \
 	done
 	$(BENCHSTAT) -filter '.name:Do' -col /impl .bench/all.txt
 	$(BENCHSTAT) -filter '.name:DoParallel' -col /goroutines .bench/all.txt
 	$(BENCHSTAT) -filter '.name:LockUnlock' -col /impl .bench/all.txt
-	$(BENCHSTAT) -filter '-.name:Do -.name:DoParallel -.name:LockUnlock' .bench/all.txt
+	$(BENCHSTAT) -filter '.name:Modify' -col /impl .bench/all.txt
+	$(BENCHSTAT) -filter '.name:HandOff' -col /mode .bench/all.txt
+	$(BENCHSTAT) -filter '-.name:Do -.name:DoParallel -.name:LockUnlock -.name:Modify -.name:HandOff' .bench/all.txt
 
 # A short fuzz run of the RESP reader against its oracle.
 fuzz:

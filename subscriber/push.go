@@ -29,21 +29,21 @@ func (s *Subscriber) onPush(v resp.Value) {
 		s.mu.Unlock()
 		return
 	}
-	key, ok := strings.CutPrefix(channel, s.keyspacePrefix)
-	if !ok {
-		return
+	if strings.HasPrefix(channel, s.keyspacePrefix) {
+		switch payload {
+		case "del", "expired", "evicted":
+		default:
+			return // the key changed but was not released
+		}
 	}
-	switch payload {
-	case "del", "expired", "evicted":
-		s.mu.Lock()
-		w := s.wakeNextLocked(key)
-		var hook func()
-		if w != nil {
-			hook = w.onRelease
-		}
-		s.mu.Unlock()
-		if hook != nil {
-			hook()
-		}
+	s.mu.Lock()
+	w := s.wakeNextLocked(channel)
+	var hook func()
+	if w != nil {
+		hook = w.onRelease
+	}
+	s.mu.Unlock()
+	if hook != nil {
+		hook()
 	}
 }

@@ -35,10 +35,10 @@ type Subscriber struct {
 	done   chan struct{} // closed when the supervisor has returned
 
 	mu         sync.Mutex
-	keys       map[string][]*Waiter // guarded by mu: local waiters per key, in arrival order
+	keys       map[string][]*Waiter // guarded by mu: local waiters per channel, in arrival order
 	directed   map[uint64]*Waiter   // guarded by mu
-	subscribed map[string]bool      // guarded by mu: keys the current connection is confirmed subscribed to
-	dirty      map[string]struct{}  // guarded by mu: keys whose subscription may need a change
+	subscribed map[string]bool      // guarded by mu: channels the current connection is confirmed subscribed to
+	dirty      map[string]struct{}  // guarded by mu: channels whose subscription may need a change
 	nextID     uint64               // guarded by mu
 	closed     bool                 // guarded by mu
 }
@@ -182,14 +182,9 @@ func (s *Subscriber) syncDirty(cn *conn.Conn) {
 	}
 }
 
-// command builds a (UN)SUBSCRIBE for the keyspace channels of keys.
-func (s *Subscriber) command(verb string, keys []string) []string {
-	args := make([]string, 0, len(keys)+1)
-	args = append(args, verb)
-	for _, k := range keys {
-		args = append(args, s.keyspacePrefix+k)
-	}
-	return args
+// command builds a (UN)SUBSCRIBE for channels.
+func (s *Subscriber) command(verb string, channels []string) []string {
+	return append([]string{verb}, channels...)
 }
 
 // reconnect gets a new connection, subscribes to the directed channel and

@@ -194,3 +194,16 @@ func TestWithoutKeyspaceEventsLeavesTheConfigAlone(t *testing.T) {
 	_, err := s.Watch(context.Background(), "k")
 	require.ErrorIs(t, err, subscriber.ErrNoKeyspaceEvents)
 }
+
+func TestWatchChannelWakesOnAnyMessage(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv)
+	w, err := s.WatchChannel(context.Background(), "wanted:{k}")
+	require.NoError(t, err)
+	defer w.Close()
+	require.Equal(t, int64(1), numsub(t, srv, "wanted:{k}"))
+	require.Equal(t, int64(1), srv.Do(t, "PUBLISH", "wanted:{k}", "anything").Int)
+	requireWoken(t, w)
+	w.Close()
+	require.Eventually(t, func() bool { return numsub(t, srv, "wanted:{k}") == 0 }, 5*time.Second, time.Millisecond)
+}

@@ -16,7 +16,7 @@ var ErrNoKeyspaceEvents = errors.New("subscriber: made without keyspace events")
 // waiting.
 type Waiter struct {
 	s    *Subscriber
-	key  string // "" for a directed waiter
+	key  string // the channel watched; "" for a directed waiter
 	id   uint64
 	wake chan struct{} // capacity 1: a pending wake-up
 
@@ -48,6 +48,25 @@ func (s *Subscriber) Watch(ctx context.Context, key string, opts ...WatchOption)
 	if !s.keyspaceEvents {
 		return nil, ErrNoKeyspaceEvents
 	}
+	w, err := s.watch(ctx, s.keyspacePrefix+key, opts)
+	if err != nil {
+		return nil, fmt.Errorf("subscriber: watching %q: %w", key, err)
+	}
+	return w, nil
+}
+
+// WatchChannel registers a waiter woken by every message on channel. Like
+// Watch, it returns once the subscription is confirmed; waiters of one
+// channel are woken one at a time, in arrival order.
+func (s *Subscriber) WatchChannel(ctx context.Context, channel string) (*Waiter, error) {
+	w, err := s.watch(ctx, channel, nil)
+	if err != nil {
+		return nil, fmt.Errorf("subscriber: watching channel %q: %w", channel, err)
+	}
+	return w, nil
+}
+
+func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption) (*Waiter, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -69,12 +88,12 @@ func (s *Subscriber) Watch(ctx context.Context, key string, opts ...WatchOption)
 	case <-w.ready:
 		if w.err != nil {
 			w.Close()
-			return nil, fmt.Errorf("subscriber: watching %q: %w", key, w.err)
+			return nil, w.err
 		}
 		return w, nil
 	case <-ctx.Done():
 		w.Close()
-		return nil, fmt.Errorf("subscriber: watching %q: %w", key, ctx.Err())
+		return nil, ctx.Err()
 	case <-s.done:
 		w.Close()
 		return nil, ErrClosed
@@ -86,7 +105,7 @@ func (s *Subscriber) Watch(ctx context.Context, key string, opts ...WatchOption)
 func (s *Subscriber) Waiting(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.keys[key]) > 0
+	return len(s.keys[s.keyspacePrefix+key]) > 0
 }
 
 // Directed registers a waiter woken by a message with its ID on the

@@ -1,0 +1,60 @@
+package manager_test
+
+import (
+	"context"
+	"strconv"
+	"sync/atomic"
+	"testing"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/manager"
+	"github.com/batonlock/baton/resp"
+)
+
+// BenchmarkModify is an uncontended Modify (two round trips: acquire and
+// load, then write-back and release) beside a bare PING round trip on a
+// socket the calling goroutine writes and reads, against the same server in
+// the same run. Compare with
+//
+//	benchstat -col /impl
+func BenchmarkModify(b *testing.B) {
+	srv := redistest.Start(b)
+	b.Run("impl=raw-ping", func(b *testing.B) {
+		raw := redistest.DialRaw(b, srv.Addr)
+		ping := resp.AppendCommand(nil, "PING")
+		b.ReportAllocs()
+		for b.Loop() {
+			raw.RoundTrip(b, ping, 1)
+		}
+	})
+	b.Run("impl=modify", func(b *testing.B) {
+		m := manager.New[counter](openLocker(b, srv))
+		ctx := context.Background()
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := m.Modify(ctx, "bench", increment); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkModifyParallel is Modify from 32 goroutines, each on a token of
+// its own, through one Manager.
+func BenchmarkModifyParallel(b *testing.B) {
+	srv := redistest.Start(b)
+	m := manager.New[counter](openLocker(b, srv))
+	ctx := context.Background()
+	var next atomic.Int64
+	b.SetParallelism(16) // 32 goroutines with GOMAXPROCS=2
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		token := "t" + strconv.FormatInt(next.Add(1)%32, 10)
+		for pb.Next() {
+			if err := m.Modify(ctx, token, increment); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
