@@ -32,7 +32,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 	}
 	names := l.keyNames(key)
 	if !l.sub.Waiting(names.lock) {
-		if ls, _, err := l.tryAcquire(ctx, key, names, rand.Text()); ls != nil || err != nil {
+		if ls, _, err := l.tryAcquire(ctx, key, names, rand.Text(), "1"); ls != nil || err != nil {
 			return ls, err
 		}
 	}
@@ -43,7 +43,7 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 // try again, and wait between tries.
 func (l *Locker) lockFast(ctx context.Context, key string, names keyNames) (*Lease, error) {
 	owner := rand.Text()
-	early := &earlyAttempt{l: l, cmd: acquireScript.command(false, []string{names.lock, names.fence}, []string{owner, l.ttlArg}), sent: make(chan sentAttempt, 1)}
+	early := &earlyAttempt{l: l, cmd: acquireScript.command(false, names.fastKeys(), []string{owner, l.ttlArg, "1"}), sent: make(chan sentAttempt, 1)}
 	w, err := l.sub.Watch(ctx, names.lock, subscriber.OnRelease(early.send))
 	if err != nil {
 		return nil, fmt.Errorf("lock %q: %w", key, err)
@@ -57,7 +57,7 @@ func (l *Locker) lockFast(ctx context.Context, key string, names keyNames) (*Lea
 		if sent != nil && sent.pending != nil {
 			ls, remaining, err = l.awaitAcquire(ctx, key, names, owner, *sent)
 		} else {
-			ls, remaining, err = l.tryAcquire(ctx, key, names, owner)
+			ls, remaining, err = l.tryAcquire(ctx, key, names, owner, "1")
 		}
 		if ls != nil || err != nil {
 			return ls, err
@@ -115,7 +115,7 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	if l.opts.fair {
 		ls, _, err = l.fairAttempt(ctx, key, l.keyNames(key), rand.Text(), 0, false)
 	} else {
-		ls, _, err = l.tryAcquire(ctx, key, l.keyNames(key), rand.Text())
+		ls, _, err = l.tryAcquire(ctx, key, l.keyNames(key), rand.Text(), "0")
 	}
 	if ls == nil && err == nil {
 		return nil, fmt.Errorf("lock %q: %w", key, ErrNotAcquired)
@@ -136,16 +136,18 @@ func (l *Locker) startAcquire(ctx context.Context, key string) error {
 
 // tryAcquire runs the acquire script once. It returns the lease, or how
 // long the current holder's lock has left to live.
-func (l *Locker) tryAcquire(ctx context.Context, key string, names keyNames, owner string) (*Lease, time.Duration, error) {
-	ls, remaining, _, err := l.tryAcquireThen(ctx, key, names, owner, nil)
+func (l *Locker) tryAcquire(ctx context.Context, key string, names keyNames, owner, announce string) (*Lease, time.Duration, error) {
+	ls, remaining, _, err := l.tryAcquireThen(ctx, key, names, owner, announce, nil)
 	return ls, remaining, err
 }
 
 // tryAcquireThen is tryAcquire with commands sent in the same write right
 // after the attempt; their replies matter only if the attempt succeeded.
-func (l *Locker) tryAcquireThen(ctx context.Context, key string, names keyNames, owner string, after [][]string) (*Lease, time.Duration, []resp.Value, error) {
+// announce is "1" for a Lock, whose failing attempts ask the holder to let
+// go (see acquireScript), and "0" for a TryLock.
+func (l *Locker) tryAcquireThen(ctx context.Context, key string, names keyNames, owner, announce string, after [][]string) (*Lease, time.Duration, []resp.Value, error) {
 	start := time.Now()
-	v, rest, err := runWith(ctx, l.client, acquireScript, false, []string{names.lock, names.fence}, []string{owner, l.ttlArg}, after)
+	v, rest, err := runWith(ctx, l.client, acquireScript, false, names.fastKeys(), []string{owner, l.ttlArg, announce}, after)
 	ls, remaining, err := l.acquired(key, names, owner, start, v, err)
 	return ls, remaining, rest, err
 }
@@ -158,7 +160,7 @@ func (l *Locker) awaitAcquire(ctx context.Context, key string, names keyNames, o
 		v = replies[0]
 		err = v.Err()
 		if errors.Is(err, resp.NoScript) {
-			return l.tryAcquire(ctx, key, names, owner) // loads the script
+			return l.tryAcquire(ctx, key, names, owner, "1") // loads the script
 		}
 	}
 	return l.acquired(key, names, owner, s.at, v, err)

@@ -38,7 +38,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 	})
 	b.Run("impl=raw-scripts", func(b *testing.B) {
 		raw := redistest.DialRaw(b, srv.Addr)
-		acquire := resp.AppendCommand(nil, "EVAL", lock.AcquireScriptSource, "2", "baton:{raw}", "baton:{raw}:fence", "owner", "10000")
+		acquire := resp.AppendCommand(nil, "EVAL", lock.AcquireScriptSource, "3", "baton:{raw}", "baton:{raw}:fence", "baton:{raw}:wanted", "owner", "10000", "1")
 		release := resp.AppendCommand(resp.AppendCommand(nil, "PING"), "EVAL", lock.ReleaseScriptSource, "1", "baton:{raw}", "owner")
 		b.ReportAllocs()
 		for b.Loop() {

@@ -11,7 +11,9 @@ package lock
 // every third of the queue lease; an entry past its deadline belongs to a
 // waiter that vanished and is skipped at hand-off.
 //
-// KEYS, for all of them: lock, fence, queue, waiters, seq.
+// KEYS, for all of them: lock, fence, queue, waiters, seq, wanted (a flag
+// and a channel: a new waiter asks a holder that keeps the lock between
+// writes to let go; see package manager).
 
 // fairPrelude defines now (server time, in ms) and promote, which hands the
 // lock to the first live waiter: it makes it the owner with its own TTL,
@@ -70,6 +72,9 @@ if ARGV[6] == '1' then
 	local entry = (now + tonumber(ARGV[5])) .. ' ' .. ARGV[2] .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]
 	if redis.call('HSET', KEYS[4], owner, entry) == 1 then
 		redis.call('ZADD', KEYS[3], redis.call('INCR', KEYS[5]), owner)
+		-- Tell a holder that keeps the lock between writes to let go.
+		redis.call('SET', KEYS[6], '1', 'PX', ARGV[2])
+		redis.call('PUBLISH', KEYS[6], '1')
 	end
 end
 return {0, redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2]) or '0')}

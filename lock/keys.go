@@ -13,19 +13,24 @@ const MaxKeyLen = 1024
 // keyNames are the Redis keys of one lock. They share the hash tag {key},
 // so that the scripts touching them stay valid on Redis Cluster.
 type keyNames struct {
-	lock  string // holds the owner's token while the lock is held
-	fence string // counter of fencing tokens; never expires
+	lock   string // holds the owner's token while the lock is held
+	fence  string // counter of fencing tokens; never expires
+	wanted string // a flag, and a channel: a waiter asks the holder to let go
 }
 
 func (l *Locker) keyNames(key string) keyNames {
 	base := l.opts.prefix + "{" + key + "}"
-	return keyNames{lock: base, fence: base + ":fence"}
+	return keyNames{lock: base, fence: base + ":fence", wanted: base + ":wanted"}
 }
 
+// fastKeys are the keys of the fast mode's acquire script: lock, fence,
+// wanted.
+func (n keyNames) fastKeys() []string { return []string{n.lock, n.fence, n.wanted} }
+
 // fairKeys are the keys of the fair mode's scripts, in their KEYS order:
-// lock, fence, queue, waiters, seq (see fair_scripts.go).
+// lock, fence, queue, waiters, seq, wanted (see fair_scripts.go).
 func (n keyNames) fairKeys() []string {
-	return []string{n.lock, n.fence, n.lock + ":queue", n.lock + ":waiters", n.lock + ":seq"}
+	return []string{n.lock, n.fence, n.lock + ":queue", n.lock + ":waiters", n.lock + ":seq", n.wanted}
 }
 
 func checkCall(ctx context.Context, key string) error {

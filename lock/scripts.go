@@ -23,7 +23,10 @@ func newScript(src string) script {
 }
 
 // acquireScript takes the lock if it is free and bumps the fencing counter.
-// KEYS: lock, fence. ARGV: owner token, TTL in ms.
+// KEYS: lock, fence, wanted. ARGV: owner token, TTL in ms, and "1" to
+// announce a waiter: when the lock is held, set the wanted flag (for the
+// holder's next write-back to see) and publish on the wanted channel (for
+// a holder that keeps the lock between writes, see package manager).
 // It returns the new fencing token (always > 0) on success. When the lock
 // is held it returns -1 - PTTL: a value <= -1 from which the remaining TTL
 // is read back, or 0 for a lock held without a TTL. One integer, so the
@@ -33,6 +36,10 @@ if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
 	return redis.call('incr', KEYS[2])
 end
 local ttl = redis.call('pttl', KEYS[1])
+if ARGV[3] == '1' then
+	redis.call('set', KEYS[3], '1', 'PX', ARGV[2])
+	redis.call('publish', KEYS[3], '1')
+end
 if ttl < 0 then return 0 end
 return -1 - ttl
 `)
@@ -60,7 +67,7 @@ var pingCommand = []string{"PING"}
 
 // allScripts are loaded by Open, so that the first use of each is an
 // EVALSHA like every other.
-var allScripts = []script{acquireScript, releaseScript, extendScript, fairAcquireScript, fairReleaseScript, releaseSetScript, fairReleaseSetScript}
+var allScripts = []script{acquireScript, releaseScript, extendScript, fairAcquireScript, fairReleaseScript, releaseSetScript, fairReleaseSetScript, holdWriteScript}
 
 // loadScripts sends SCRIPT LOAD for every script in one write. It is an
 // optimisation only: where SCRIPT is refused or forgotten (a restart, a

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/resp"
+	"github.com/batonlock/baton/subscriber"
 )
 
 // The building blocks for state kept beside a lock (package manager): a
@@ -39,7 +40,7 @@ func (l *Locker) LockThen(ctx context.Context, key string, cmds ...[]string) (*L
 		if l.opts.fair {
 			ls, _, replies, err = l.fairAttemptThen(ctx, key, names, owner, 0, false, cmds)
 		} else {
-			ls, _, replies, err = l.tryAcquireThen(ctx, key, names, owner, cmds)
+			ls, _, replies, err = l.tryAcquireThen(ctx, key, names, owner, "1", cmds)
 		}
 		if ls != nil || err != nil {
 			return ls, replies, err
@@ -108,13 +109,77 @@ return 1
 `)
 
 // fairReleaseSetScript is fairReleaseScript with a write-back.
-// KEYS: lock, fence, queue, waiters, seq, state. ARGV: owner, value, state
-// TTL in ms.
+// KEYS: lock, fence, queue, waiters, seq, wanted, state. ARGV: owner,
+// value, state TTL in ms.
 var fairReleaseSetScript = newScript(fairPrelude + `
 redis.call('ZREM', KEYS[3], ARGV[1])
 redis.call('HDEL', KEYS[4], ARGV[1])
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[6], ARGV[2], 'PX', ARGV[3])
+redis.call('SET', KEYS[7], ARGV[2], 'PX', ARGV[3])
 if not promote() then redis.call('DEL', KEYS[1]) end
 return 1
 `)
+
+// ExtendSetting sets stateKey (see StateKey) to value with the TTL
+// stateTTL and extends the lock to the Locker's TTL, in one script, only if
+// this lease still owns the lock: the write-back of a holder that keeps the
+// lock between writes. It reports whether a waiter asked for the lock since
+// the last such write (see WantedChannel), so that the holder lets go. If
+// the lease no longer owns the lock, nothing is written and the error
+// matches ErrNotHeld.
+func (ls *Lease) ExtendSetting(ctx context.Context, stateKey, value string, stateTTL time.Duration) (wanted bool, err error) {
+	if ctx == nil {
+		return false, fmt.Errorf("%w: nil context", ErrInvalid)
+	}
+	if stateTTL < time.Millisecond {
+		return false, fmt.Errorf("%w: state TTL %v, want at least 1ms", ErrInvalid, stateTTL)
+	}
+	if !ls.l.enter() {
+		return false, fmt.Errorf("lock %q: write: %w", ls.key, ErrClosed)
+	}
+	defer ls.l.calls.Done()
+	if !ls.isHeld() {
+		return false, fmt.Errorf("lock %q: write: %w", ls.key, ErrNotHeld)
+	}
+	start := time.Now()
+	v, err := run(ctx, ls.l.client, holdWriteScript, false, []string{ls.names.lock, stateKey, ls.names.wanted},
+		ls.owner, value, strconv.FormatInt(stateTTL.Milliseconds(), 10), ls.l.ttlArg)
+	if err != nil {
+		return false, fmt.Errorf("lock %q: write: %w", ls.key, err)
+	}
+	if v.Int < 0 {
+		ls.markLost()
+		return false, fmt.Errorf("lock %q: write: %w", ls.key, ErrNotHeld)
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.state != held {
+		return false, fmt.Errorf("lock %q: write: %w", ls.key, ErrNotHeld)
+	}
+	ls.deadline = start.Add(ls.l.opts.ttl)
+	return v.Int == 1, nil
+}
+
+// holdWriteScript writes state and extends the lock if the caller owns it.
+// KEYS: lock, state, wanted. ARGV: owner, value, state TTL ms, lock TTL ms.
+// Returns -1 if not held, else 1 if a waiter asked for the lock (the flag
+// is cleared), 0 if none did.
+var holdWriteScript = newScript(`
+if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end
+redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
+redis.call('pexpire', KEYS[1], ARGV[4])
+return redis.call('del', KEYS[3])
+`)
+
+// WantedChannel is the channel on which waiters for key ask its holder to
+// let go: every failed attempt of a Lock in fast mode, and every new queue
+// entry in fair mode, publishes on it (and sets a flag that ExtendSetting
+// reads).
+func (l *Locker) WantedChannel(key string) string { return l.keyNames(key).wanted }
+
+// Subscriber is the Locker's subscriber, for callers who watch channels
+// beside the lock's (WantedChannel).
+func (l *Locker) Subscriber() *subscriber.Subscriber { return l.sub }
+
+// TTL is the lock TTL the Locker was made with.
+func (l *Locker) TTL() time.Duration { return l.opts.ttl }
