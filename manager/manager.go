@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/batonlock/baton/lock"
@@ -18,13 +19,25 @@ var ErrInvalid = errors.New("manager: invalid argument")
 // decoded. The state is left as it is.
 var ErrUndecodable = errors.New("manager: state cannot be decoded")
 
+// ErrClosed is returned by calls on a closed Manager.
+var ErrClosed = errors.New("manager: closed")
+
 // Manager modifies state of type T per token under the token's lock.
 type Manager[T any] struct {
 	locker *lock.Locker
 	codec  Codec[T]
 	prefix string
 	ttl    time.Duration
+	hold   time.Duration
 	err    error // a bad option, reported by every call
+
+	closed   context.Context // ends at Close: holds let go
+	close    context.CancelFunc
+	watchers sync.WaitGroup // one goroutine per hold in progress
+
+	mu      sync.Mutex
+	holds   map[string]*holding // guarded by mu: per token, while used or held
+	closing bool                // guarded by mu: Close has begun
 }
 
 // New returns a Manager on l. A bad option is reported by every call.
@@ -33,7 +46,11 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 	for _, o := range opts {
 		o(&s)
 	}
-	m := &Manager[T]{locker: l, codec: JSON[T]{}, prefix: s.prefix, ttl: s.ttl}
+	m := &Manager[T]{
+		locker: l, codec: JSON[T]{}, prefix: s.prefix, ttl: s.ttl, hold: s.hold,
+		holds: map[string]*holding{},
+	}
+	m.closed, m.close = context.WithCancel(context.Background())
 	if s.codec != nil {
 		c, ok := s.codec.(Codec[T])
 		if !ok {
@@ -46,12 +63,25 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 		m.err = fmt.Errorf("%w: nil Locker", ErrInvalid)
 	case s.ttl < time.Millisecond:
 		m.err = fmt.Errorf("%w: state TTL %v, want at least 1ms", ErrInvalid, s.ttl)
+	case s.hold < 0 || s.hold >= l.TTL():
+		m.err = fmt.Errorf("%w: hold %v, want 0 or shorter than the lock TTL %v", ErrInvalid, s.hold, l.TTL())
 	}
 	return m
 }
 
 // Key is where the state of token lives.
 func (m *Manager[T]) Key(token string) string { return lock.StateKey(m.prefix, token, ":state") }
+
+// Close lets go of every lock held between modifications and waits for
+// that. Modify fails with ErrClosed afterwards; Get still works.
+func (m *Manager[T]) Close() error {
+	m.mu.Lock()
+	m.closing = true
+	m.mu.Unlock()
+	m.close()
+	m.watchers.Wait()
+	return nil
+}
 
 func (m *Manager[T]) check(ctx context.Context, token string) error {
 	switch {

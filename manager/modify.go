@@ -27,6 +27,15 @@ func (m *Manager[T]) Modify(ctx context.Context, token string, fn func(*T) error
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalid)
 	}
+	if m.hold > 0 {
+		return m.modifyHolding(ctx, token, fn)
+	}
+	return m.modifyOnce(ctx, token, fn)
+}
+
+// modifyOnce is a Modify without hold: acquire and load, fn, write back and
+// release.
+func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) error) (err error) {
 	key := m.Key(token)
 	lease, replies, err := m.locker.LockThen(ctx, token, []string{"GET", key})
 	if err != nil {

@@ -9,6 +9,7 @@ type settings struct {
 	prefix string
 	ttl    time.Duration
 	codec  any // a Codec[T], checked by New
+	hold   time.Duration
 }
 
 func defaultSettings() settings {
@@ -22,6 +23,16 @@ func WithKeyPrefix(p string) Option { return func(s *settings) { s.prefix = p } 
 // WithStateTTL sets how long state lives after its last write; every write
 // refreshes it. Default: 1 hour.
 func WithStateTTL(d time.Duration) Option { return func(s *settings) { s.ttl = d } }
+
+// WithHold keeps a token's lock, and its state, for up to d after each
+// Modify, so that a back-to-back Modify on the same instance skips the
+// acquire and the read: it costs one round trip, a fenced write that also
+// extends the lock. No write is deferred: every Modify writes its result
+// before it returns. The holder lets go at once when another instance asks
+// for the lock (after the Modify in progress, if any), when d passes with
+// no Modify, and on Close. d must be shorter than the Locker's TTL.
+// Default: 0, no hold.
+func WithHold(d time.Duration) Option { return func(s *settings) { s.hold = d } }
 
 // WithCodec sets how state is encoded. c must be a Codec[T] for the
 // Manager's T. Default: JSON.
