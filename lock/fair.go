@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/resp"
+	"github.com/batonlock/baton/subscriber"
 )
 
 // lockFair queues for the lock and waits to be handed it. The hand-off
@@ -16,26 +17,34 @@ import (
 // renews the place in the queue and catches a hand-off whose message was
 // lost.
 func (l *Locker) lockFair(ctx context.Context, key string) (*Lease, error) {
+	ls, _, err := l.lockFairThen(ctx, key, nil)
+	return ls, err
+}
+
+// lockFairThen is lockFair with commands sent in the same write as the
+// first attempt. It returns their replies if that attempt took the lock,
+// and nil replies otherwise.
+func (l *Locker) lockFairThen(ctx context.Context, key string, after [][]string) (*Lease, []resp.Value, error) {
 	names := l.keyNames(key)
 	owner := rand.Text()
 	w, err := l.sub.Directed()
 	if err != nil {
-		return nil, fmt.Errorf("lock %q: %w", key, err)
+		return nil, nil, fmt.Errorf("lock %q: %w", key, err)
 	}
 	defer w.Close()
+	ls, seen, replies, err := l.fairAttemptThen(ctx, key, names, owner, w.ID(), true, after)
+	if ls != nil || err != nil {
+		return ls, replies, err
+	}
+	ls, err = l.waitFair(ctx, key, names, owner, w, seen)
+	return ls, nil, err
+}
+
+// waitFair waits, queued, for the hand-off, renewing the queue entry.
+// queuedAfter is the last fencing token handed out when the caller queued.
+func (l *Locker) waitFair(ctx context.Context, key string, names keyNames, owner string, w *subscriber.Waiter, queuedAfter uint64) (*Lease, error) {
 	var timer *time.Timer
-	var queuedAfter uint64 // the last fencing token handed out when we queued
 	for {
-		ls, seen, err := l.fairAttempt(ctx, key, names, owner, w.ID(), true)
-		if ls != nil || err != nil {
-			if ls != nil {
-				ls.queuedAfter = queuedAfter
-			}
-			return ls, err
-		}
-		if queuedAfter == 0 {
-			queuedAfter = seen
-		}
 		if timer == nil {
 			timer = time.NewTimer(l.opts.queueLease / 3)
 			defer timer.Stop()
@@ -61,6 +70,16 @@ func (l *Locker) lockFair(ctx context.Context, key string) (*Lease, error) {
 		case <-l.closing:
 			l.releaseInBackground(key, names, owner)
 			return nil, fmt.Errorf("lock %q: %w", key, ErrClosed)
+		}
+		ls, seen, err := l.fairAttempt(ctx, key, names, owner, w.ID(), true)
+		if ls != nil || err != nil {
+			if ls != nil {
+				ls.queuedAfter = queuedAfter
+			}
+			return ls, err
+		}
+		if queuedAfter == 0 {
+			queuedAfter = seen
 		}
 	}
 }

@@ -34,6 +34,12 @@ local function promote()
 			local deadline, ttl, id, channel = string.match(entry, '^(%d+) (%d+) (%d+) (.+)$')
 			if deadline and tonumber(deadline) >= now then
 				redis.call('SET', KEYS[1], head, 'PX', ttl)
+				-- The new owner is asked to let go only if others wait.
+				if redis.call('ZCARD', KEYS[3]) > 0 then
+					redis.call('SET', KEYS[6], '1', 'PX', ttl)
+				else
+					redis.call('DEL', KEYS[6])
+				end
 				local fence = redis.call('INCR', KEYS[2])
 				redis.call('PUBLISH', channel, id .. ' ' .. fence)
 				return head
@@ -62,6 +68,7 @@ if not holder then
 	local head = promote()
 	if not head then
 		redis.call('SET', KEYS[1], owner, 'PX', ARGV[2])
+		redis.call('DEL', KEYS[6])
 		return {1, redis.call('INCR', KEYS[2])}
 	end
 	if head == owner then

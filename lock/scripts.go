@@ -33,6 +33,8 @@ func newScript(src string) script {
 // reply costs no allocation.
 var acquireScript = newScript(`
 if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
+	-- Requests made of earlier holders are answered now.
+	redis.call('del', KEYS[3])
 	return redis.call('incr', KEYS[2])
 end
 local ttl = redis.call('pttl', KEYS[1])

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -32,34 +33,30 @@ func (l *Locker) LockThen(ctx context.Context, key string, cmds ...[]string) (*L
 	}
 	defer l.calls.Done()
 	names := l.keyNames(key)
-	if l.opts.fair || !l.sub.Waiting(names.lock) {
-		owner := rand.Text()
-		var ls *Lease
-		var replies []resp.Value
-		var err error
-		if l.opts.fair {
-			ls, _, replies, err = l.fairAttemptThen(ctx, key, names, owner, 0, false, cmds)
-		} else {
-			ls, _, replies, err = l.tryAcquireThen(ctx, key, names, owner, "1", cmds)
-		}
-		if ls != nil || err != nil {
-			return ls, replies, err
-		}
-	}
 	var ls *Lease
+	var replies []resp.Value
 	var err error
-	if l.opts.fair {
-		ls, err = l.lockFair(ctx, key)
-	} else {
+	switch {
+	case l.opts.fair:
+		// Queue at once: a first attempt that only tried would keep a
+		// holder that yields to waiters unaware for a round trip.
+		ls, replies, err = l.lockFairThen(ctx, key, cmds)
+	case !l.sub.Waiting(names.lock):
+		ls, _, replies, err = l.tryAcquireThen(ctx, key, names, rand.Text(), "1", cmds)
+		if ls == nil && err == nil {
+			ls, err = l.lockFast(ctx, key, names)
+			replies = nil
+		}
+	default:
 		ls, err = l.lockFast(ctx, key, names)
 	}
-	if err != nil {
-		return nil, nil, err
+	if err != nil || replies != nil {
+		return ls, replies, err
 	}
 	if len(cmds) == 0 {
 		return ls, nil, nil
 	}
-	replies, err := l.client.DoMulti(ctx, cmds...)
+	replies, err = l.client.DoMulti(ctx, cmds...)
 	if err != nil {
 		_ = ls.unlock(context.WithoutCancel(ctx))
 		return nil, nil, fmt.Errorf("lock %q: after acquiring: %w", key, err)
@@ -120,14 +117,20 @@ if not promote() then redis.call('DEL', KEYS[1]) end
 return 1
 `)
 
+// ErrWanted is returned by ExtendSetting when asked to refuse and another
+// owner has asked for the lock: nothing was written, and the holder should
+// let go and redo its modification after the others.
+var ErrWanted = errors.New("lock: another owner asked for the lock; nothing written")
+
 // ExtendSetting sets stateKey (see StateKey) to value with the TTL
 // stateTTL and extends the lock to the Locker's TTL, in one script, only if
 // this lease still owns the lock: the write-back of a holder that keeps the
-// lock between writes. It reports whether a waiter asked for the lock since
-// the last such write (see WantedChannel), so that the holder lets go. If
-// the lease no longer owns the lock, nothing is written and the error
-// matches ErrNotHeld.
-func (ls *Lease) ExtendSetting(ctx context.Context, stateKey, value string, stateTTL time.Duration) (wanted bool, err error) {
+// lock between writes. It reports whether another owner has asked for the
+// lock since this lease acquired it (see WantedChannel), so that the holder
+// lets go. With refuseIfWanted set, such a request makes it write nothing
+// and return ErrWanted instead. If the lease no longer owns the lock,
+// nothing is written and the error matches ErrNotHeld.
+func (ls *Lease) ExtendSetting(ctx context.Context, stateKey, value string, stateTTL time.Duration, refuseIfWanted bool) (wanted bool, err error) {
 	if ctx == nil {
 		return false, fmt.Errorf("%w: nil context", ErrInvalid)
 	}
@@ -141,15 +144,22 @@ func (ls *Lease) ExtendSetting(ctx context.Context, stateKey, value string, stat
 	if !ls.isHeld() {
 		return false, fmt.Errorf("lock %q: write: %w", ls.key, ErrNotHeld)
 	}
+	refuse := "0"
+	if refuseIfWanted {
+		refuse = "1"
+	}
 	start := time.Now()
 	v, err := run(ctx, ls.l.client, holdWriteScript, false, []string{ls.names.lock, stateKey, ls.names.wanted},
-		ls.owner, value, strconv.FormatInt(stateTTL.Milliseconds(), 10), ls.l.ttlArg)
+		ls.owner, value, strconv.FormatInt(stateTTL.Milliseconds(), 10), ls.l.ttlArg, refuse)
 	if err != nil {
 		return false, fmt.Errorf("lock %q: write: %w", ls.key, err)
 	}
-	if v.Int < 0 {
+	switch v.Int {
+	case -1:
 		ls.markLost()
 		return false, fmt.Errorf("lock %q: write: %w", ls.key, ErrNotHeld)
+	case 2:
+		return true, fmt.Errorf("lock %q: write: %w", ls.key, ErrWanted)
 	}
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
@@ -161,14 +171,17 @@ func (ls *Lease) ExtendSetting(ctx context.Context, stateKey, value string, stat
 }
 
 // holdWriteScript writes state and extends the lock if the caller owns it.
-// KEYS: lock, state, wanted. ARGV: owner, value, state TTL ms, lock TTL ms.
-// Returns -1 if not held, else 1 if a waiter asked for the lock (the flag
-// is cleared), 0 if none did.
+// KEYS: lock, state, wanted. ARGV: owner, value, state TTL ms, lock TTL ms,
+// and "1" to refuse when asked. Returns -1 if not held; 2 if asked and
+// refusing (nothing written); else 1 if asked, 0 if not. The request stays
+// until the next owner acquires.
 var holdWriteScript = newScript(`
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end
+local asked = redis.call('exists', KEYS[3])
+if asked == 1 and ARGV[5] == '1' then return 2 end
 redis.call('set', KEYS[2], ARGV[2], 'PX', ARGV[3])
 redis.call('pexpire', KEYS[1], ARGV[4])
-return redis.call('del', KEYS[3])
+return asked
 `)
 
 // WantedChannel is the channel on which waiters for key ask its holder to

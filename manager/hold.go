@@ -2,6 +2,7 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -40,7 +41,12 @@ func (m *Manager[T]) modifyHolding(ctx context.Context, token string, fn func(*T
 		m.letGo(ctx, h)
 	}
 	if h.lease != nil {
-		return m.modifyHeld(ctx, token, h, fn)
+		err := m.modifyHeld(ctx, token, h, fn)
+		if !errors.Is(err, lock.ErrWanted) {
+			return err
+		}
+		// Another instance asked while fn ran: nothing was written. Let
+		// it go first, then do this modification again, on fresh state.
 	}
 	return m.modifyAndHold(ctx, token, h, fn)
 }
@@ -66,7 +72,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 	if err != nil {
 		return fmt.Errorf("manager: modify %q: encoding: %w", token, err)
 	}
-	return m.writeHeld(ctx, token, h, h.lease, data, &ok)
+	return m.writeHeld(ctx, token, h, h.lease, data, true, &ok)
 }
 
 // modifyAndHold acquires and loads as Modify does, and keeps the lease.
@@ -98,7 +104,7 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 	}
 	h.lease = lease
 	h.yield.Store(false)
-	if err := m.writeHeld(ctx, token, h, lease, data, &ok); err != nil || h.lease == nil {
+	if err := m.writeHeld(ctx, token, h, lease, data, false, &ok); err != nil || h.lease == nil {
 		return err
 	}
 	if !m.startWatcher(token, h, lease) {
@@ -108,11 +114,18 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 }
 
 // writeHeld writes data back with the lease kept, and lets go if a waiter
-// asked for the lock. ok is set once the lease is in h's hands for good or
-// let go.
-func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, lease *lock.Lease, data []byte, ok *bool) error {
-	wanted, err := lease.ExtendSetting(ctx, m.Key(token), string(data), m.ttl)
+// asked for the lock. With refuse set (a modification on a lock held from
+// before), a request makes it write nothing and return lock.ErrWanted; a
+// modification right after an acquire always writes, so that every holder
+// makes progress. ok is set once the lease is in h's hands for good or let
+// go.
+func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, lease *lock.Lease, data []byte, refuse bool, ok *bool) error {
+	wanted, err := lease.ExtendSetting(ctx, m.Key(token), string(data), m.ttl, refuse)
 	*ok = true
+	if errors.Is(err, lock.ErrWanted) {
+		m.letGo(ctx, h)
+		return err // the caller redoes the modification
+	}
 	if err != nil {
 		// Lost (ErrNotHeld), or unknown: give the lease up either way.
 		m.letGo(ctx, h)

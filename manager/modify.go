@@ -20,6 +20,12 @@ import (
 //
 // The lock is released even when ctx ends during fn: the release, and the
 // write-back if fn succeeded, complete in the background.
+//
+// With WithHold, a Modify on a lock held from an earlier one may see
+// another instance ask for the lock while fn runs. Its result is then not
+// written: the lock goes to the other instance first, and fn runs again on
+// the state as it is after that. fn must therefore only compute the new
+// state from the one it is given.
 func (m *Manager[T]) Modify(ctx context.Context, token string, fn func(*T) error) (err error) {
 	if err := m.check(ctx, token); err != nil {
 		return err
