@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/manager"
@@ -12,7 +13,8 @@ import (
 )
 
 // BenchmarkModify is an uncontended Modify (two round trips: acquire and
-// load, then write-back and release) beside a bare PING round trip on a
+// load, then write-back and release), and a back-to-back Modify on a held
+// lock (WithHold: one round trip), beside a bare PING round trip on a
 // socket the calling goroutine writes and reads, against the same server in
 // the same run. Compare with
 //
@@ -27,16 +29,22 @@ func BenchmarkModify(b *testing.B) {
 			raw.RoundTrip(b, ping, 1)
 		}
 	})
-	b.Run("impl=modify", func(b *testing.B) {
-		m := manager.New[counter](openLocker(b, srv))
-		ctx := context.Background()
-		b.ReportAllocs()
-		for b.Loop() {
-			if err := m.Modify(ctx, "bench", increment); err != nil {
-				b.Fatal(err)
+	for _, mode := range []string{"modify", "held"} {
+		b.Run("impl="+mode, func(b *testing.B) {
+			var opts []manager.Option
+			if mode == "held" {
+				opts = append(opts, manager.WithHold(5*time.Second))
 			}
-		}
-	})
+			m := newManager(b, openLocker(b, srv), opts...)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := m.Modify(ctx, "bench-"+mode, increment); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
 
 // BenchmarkModifyParallel is Modify from 32 goroutines, each on a token of
