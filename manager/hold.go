@@ -54,23 +54,21 @@ func (m *Manager[T]) modifyHolding(ctx context.Context, token string, fn func(*T
 // modifyHeld runs fn on the held state and writes the result back with the
 // one script that also extends the lock.
 func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, fn func(*T) error) (err error) {
-	var state T
-	if err := m.codec.Decode(h.data, &state); err != nil {
-		m.letGo(ctx, h)
-		return fmt.Errorf("manager: token %q, key %q: %w: %w", token, m.Key(token), ErrUndecodable, err)
-	}
 	ok := false
 	defer func() {
 		if !ok {
 			m.letGo(ctx, h) // fn failed or panicked: nothing written, let go
 		}
 	}()
-	if err := fn(&state); err != nil {
-		return fmt.Errorf("manager: modify %q: %w", token, err)
+	held := func(v *T) error {
+		if err := m.codec.Decode(h.data, v); err != nil {
+			return fmt.Errorf("manager: token %q, key %q: %w: %w", token, m.Key(token), ErrUndecodable, err)
+		}
+		return nil
 	}
-	data, err := m.codec.Encode(&state)
+	data, err := m.apply(token, held, fn)
 	if err != nil {
-		return fmt.Errorf("manager: modify %q: encoding: %w", token, err)
+		return err
 	}
 	return m.writeHeld(ctx, token, h, h.lease, data, true, &ok)
 }
@@ -88,19 +86,9 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 			_ = lease.Unlock(context.WithoutCancel(ctx))
 		}
 	}()
-	var state T
-	if err := replies[0].Err(); err != nil {
-		return fmt.Errorf("manager: modify %q: reading %q: %w", token, key, err)
-	}
-	if err := m.decode(token, replies[0], &state); err != nil {
-		return err
-	}
-	if err := fn(&state); err != nil {
-		return fmt.Errorf("manager: modify %q: %w", token, err)
-	}
-	data, err := m.codec.Encode(&state)
+	data, err := m.apply(token, m.loaded(token, replies[0]), fn)
 	if err != nil {
-		return fmt.Errorf("manager: modify %q: encoding: %w", token, err)
+		return err
 	}
 	h.lease = lease
 	h.yield.Store(false)

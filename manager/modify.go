@@ -3,6 +3,8 @@ package manager
 import (
 	"context"
 	"fmt"
+
+	"github.com/batonlock/baton/resp"
 )
 
 // Modify runs fn on the state of token under the token's lock and writes
@@ -59,23 +61,39 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) e
 		}
 	}()
 
-	var state T
-	if err := replies[0].Err(); err != nil {
-		return fmt.Errorf("manager: modify %q: reading %q: %w", token, key, err)
-	}
-	if err := m.decode(token, replies[0], &state); err != nil {
-		return err
-	}
-	if err := fn(&state); err != nil {
-		return fmt.Errorf("manager: modify %q: %w", token, err)
-	}
-	data, err := m.codec.Encode(&state)
+	data, err := m.apply(token, m.loaded(token, replies[0]), fn)
 	if err != nil {
-		return fmt.Errorf("manager: modify %q: encoding: %w", token, err)
+		return err
 	}
 	written = true
 	if err := lease.UnlockSetting(ctx, key, string(data), m.ttl); err != nil {
 		return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 	}
 	return nil
+}
+
+// apply loads the state with load, runs fn on it, and encodes the result.
+func (m *Manager[T]) apply(token string, load func(*T) error, fn func(*T) error) ([]byte, error) {
+	var state T
+	if err := load(&state); err != nil {
+		return nil, err
+	}
+	if err := fn(&state); err != nil {
+		return nil, fmt.Errorf("manager: modify %q: %w", token, err)
+	}
+	data, err := m.codec.Encode(&state)
+	if err != nil {
+		return nil, fmt.Errorf("manager: modify %q: encoding: %w", token, err)
+	}
+	return data, nil
+}
+
+// loaded decodes the reply of the GET sent with the acquire.
+func (m *Manager[T]) loaded(token string, reply resp.Value) func(*T) error {
+	return func(v *T) error {
+		if err := reply.Err(); err != nil {
+			return fmt.Errorf("manager: modify %q: reading %q: %w", token, m.Key(token), err)
+		}
+		return m.decode(token, reply, v)
+	}
 }
