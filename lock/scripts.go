@@ -24,22 +24,24 @@ func newScript(src string) script {
 
 // acquireScript takes the lock if it is free and bumps the fencing counter.
 // KEYS: lock, fence, wanted. ARGV: owner token, TTL in ms, and "1" to
-// announce a waiter: when the lock is held, set the wanted flag (for the
-// holder's next write-back to see) and publish on the wanted channel (for
-// a holder that keeps the lock between writes, see package manager).
+// announce a waiter: when the lock is held, set the wanted flag to the
+// waiter's token (for the holder's next write-back to see) and publish on
+// the wanted channel (for a holder that keeps the lock between writes, see
+// package manager). The flag stays until its waiter acquires, or its TTL
+// ends: a holder that takes the lock again first still sees it.
 // It returns the new fencing token (always > 0) on success. When the lock
 // is held it returns -1 - PTTL: a value <= -1 from which the remaining TTL
 // is read back, or 0 for a lock held without a TTL. One integer, so the
 // reply costs no allocation.
 var acquireScript = newScript(`
 if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	-- Requests made of earlier holders are answered now.
-	redis.call('del', KEYS[3])
+	-- The caller's own request is answered; another waiter's stands.
+	if redis.call('get', KEYS[3]) == ARGV[1] then redis.call('del', KEYS[3]) end
 	return redis.call('incr', KEYS[2])
 end
 local ttl = redis.call('pttl', KEYS[1])
 if ARGV[3] == '1' then
-	redis.call('set', KEYS[3], '1', 'PX', ARGV[2])
+	redis.call('set', KEYS[3], ARGV[1], 'PX', ARGV[2])
 	redis.call('publish', KEYS[3], '1')
 end
 if ttl < 0 then return 0 end
