@@ -1,6 +1,7 @@
 package manager_test
 
 import (
+	"bytes"
 	"context"
 	"slices"
 	"sync"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
@@ -32,8 +34,8 @@ var scenarios = []scenario{
 
 // runScenario: instance A runs 1000 back-to-back Modify increments on one
 // token; instance B, with its own connections, runs one Modify after A's
-// 10th. It returns how many of A's modifications completed after B asked
-// and before B's ran, and how long B waited.
+// 10th. It returns how many of A's modifications completed after B's
+// request left B and before B's ran, and how long B waited.
 func runScenario(t testing.TB, srv *redistest.Server, sc scenario) (passed int, waited time.Duration) {
 	t.Helper()
 	srv.Do(t, "FLUSHALL")
@@ -41,21 +43,29 @@ func runScenario(t testing.TB, srv *redistest.Server, sc scenario) (passed int, 
 	if sc.hold > 0 {
 		opts = append(opts, manager.WithHold(sc.hold))
 	}
+	var done atomic.Int64  // A's completed modifications
+	var asked atomic.Int64 // A's completed modifications when B's request left
+	asked.Store(-1)
+	// B's request is the first script call B writes: counting from there
+	// leaves out the time B spends before its first byte leaves.
+	tap := conn.WithTap(func(dir conn.Direction, p []byte) {
+		if dir == conn.Write && bytes.Contains(p, []byte("EVALSHA")) {
+			asked.CompareAndSwap(-1, done.Load())
+		}
+	})
 	a := manager.New[counter](openLocker(t, srv, sc.lock...), opts...)
-	b := manager.New[counter](openLocker(t, srv, sc.lock...), opts...)
+	b := manager.New[counter](openLocker(t, srv, append(sc.lock, lock.WithConnOptions(tap))...), opts...)
 	defer a.Close()
 	defer b.Close()
 	ctx := context.Background()
 
-	var done atomic.Int64 // A's completed modifications
 	start := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		<-start
-		before := int(done.Load())
 		t0 := time.Now()
 		require.NoError(t, b.Modify(ctx, "session", func(c *counter) error {
-			passed = c.N - before
+			passed = c.N - int(asked.Load())
 			c.N++
 			return nil
 		}))
