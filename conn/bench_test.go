@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/internal/redistest"
-	"github.com/batonlock/baton/resp"
 )
 
 // BenchmarkDo compares one goroutine's PING round trip through Conn.Do with
@@ -25,14 +24,7 @@ import (
 //	benchstat -col /impl
 func BenchmarkDo(b *testing.B) {
 	srv := redistest.Start(b)
-	b.Run("impl=raw", func(b *testing.B) {
-		raw := redistest.DialRaw(b, srv.Addr)
-		ping := resp.AppendCommand(nil, "PING")
-		b.ReportAllocs()
-		for b.Loop() {
-			raw.RoundTrip(b, ping, 1)
-		}
-	})
+	b.Run("impl=raw", func(b *testing.B) { redistest.BenchPing(b, srv.Addr, 1) })
 	b.Run("impl=handoff", func(b *testing.B) {
 		nc, err := net.Dial("tcp", srv.Addr)
 		require.NoError(b, err)

@@ -27,15 +27,7 @@ import (
 //	benchstat -col /impl
 func BenchmarkLockUnlock(b *testing.B) {
 	srv := redistest.Start(b)
-	b.Run("impl=raw", func(b *testing.B) {
-		raw := redistest.DialRaw(b, srv.Addr)
-		ping := resp.AppendCommand(nil, "PING")
-		b.ReportAllocs()
-		for b.Loop() {
-			raw.RoundTrip(b, ping, 1)
-			raw.RoundTrip(b, ping, 1)
-		}
-	})
+	b.Run("impl=raw", func(b *testing.B) { redistest.BenchPing(b, srv.Addr, 2) })
 	b.Run("impl=raw-scripts", func(b *testing.B) {
 		raw := redistest.DialRaw(b, srv.Addr)
 		acquire := resp.AppendCommand(nil, "EVAL", lock.AcquireScriptSource, "3", "baton:{raw}", "baton:{raw}:fence", "baton:{raw}:wanted", "owner", "10000", "1")

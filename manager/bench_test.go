@@ -9,7 +9,6 @@ import (
 
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/manager"
-	"github.com/batonlock/baton/resp"
 )
 
 // BenchmarkModify is an uncontended Modify (two round trips: acquire and
@@ -21,14 +20,7 @@ import (
 //	benchstat -col /impl
 func BenchmarkModify(b *testing.B) {
 	srv := redistest.Start(b)
-	b.Run("impl=raw-ping", func(b *testing.B) {
-		raw := redistest.DialRaw(b, srv.Addr)
-		ping := resp.AppendCommand(nil, "PING")
-		b.ReportAllocs()
-		for b.Loop() {
-			raw.RoundTrip(b, ping, 1)
-		}
-	})
+	b.Run("impl=raw-ping", func(b *testing.B) { redistest.BenchPing(b, srv.Addr, 1) })
 	for _, mode := range []string{"modify", "held"} {
 		b.Run("impl="+mode, func(b *testing.B) {
 			var opts []manager.Option

@@ -41,3 +41,17 @@ func (r *Raw) RoundTrip(t testing.TB, cmd []byte, replies int) {
 		}
 	}
 }
+
+// BenchPing is a benchmark's loop of perOp bare PING round trips per
+// iteration on a Raw connection to addr: the baseline that the connection
+// layer's benchmarks compare themselves with, in the same run.
+func BenchPing(b *testing.B, addr string, perOp int) {
+	raw := DialRaw(b, addr)
+	ping := resp.AppendCommand(nil, "PING")
+	b.ReportAllocs()
+	for b.Loop() {
+		for range perOp {
+			raw.RoundTrip(b, ping, 1)
+		}
+	}
+}
