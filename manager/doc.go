@@ -23,19 +23,19 @@
 //
 // The scenario that started baton, measured on a 2-vCPU VM: instance A
 // runs 1000 back-to-back increments on one token, instance B one Modify
-// after A's 10th; "passed" counts A's modifications that completed between
-// B's first command leaving B and B's function running
-// (TestTheOriginalScenario, 20 runs per mode, once without and once with
-// -race):
+// after A's 10th; "passed" counts A's modifications written between a read
+// of the state sent on B's connection just ahead of B's Modify and B's
+// function running (TestTheOriginalScenario, 20 runs per mode, once
+// without and once with -race):
 //
 //	mode        passed, sorted (plain)                     passed, sorted (-race)
-//	fast        1 1 1 1 1 1 1 2 2 2 2 2 2 2 2 2 2 2 2 3    0 1 1 1 1 1 2 2 2 2 3 3 3 4 4 5 5 5 7 8
-//	fast-eval   0 1 1 1 1 1 1 2 2 2 2 2 2 2 2 3 3 5 7 9    0 1 1 2 2 2 2 2 2 2 2 2 2 2 2 2 3 4 4 6
-//	fast+hold   0 1 1 1 1 1 1 1 2 2 2 2 2 2 2 3 3 4 5 5    0 0 1 1 1 1 1 1 1 2 2 2 2 2 2 3 4 5 5 6
-//	fair        0, then 1 in 18 runs, then 2               1 in all 20 runs
-//	fair+hold   0 0 0, then 1 in 16 runs, then 2           0 in 5 runs, 1 in 15
+//	fast        1 1 1 1 1 1 2 2 2 2 2 2 2 2 3 3 3 3 4 4    0 0 0 0 1 2 2 2 2 2 2 2 3 3 3 3 3 4 5 6
+//	fast-eval   0 0 0 1 1 1 1 1 1 1 1 1 2 2 2 2 2 2 3 3    0 0 1 1 2 2 2 2 2 2 2 2 2 2 2 3 3 4 4 9
+//	fast+hold   0 0 0 1 1 1 1 1 1 2 2 2 2 2 3 3 4 5 5 7    0 0 0 0 0 0 0 1 1 1 1 1 1 1 1 1 2 2 2 3
+//	fair        0 in 3 runs, 1 in 16, 2 in 1               1 in 19 runs, 2 in 1
+//	fair+hold   0 in 13 runs, 1 in 7                       0 in all 20 runs
 //
-// B waited 0.6–1.4 ms at the median. Every run ended with the count at
+// B waited 0.5–1.8 ms at the median. Every run ended with the count at
 // exactly 1001.
 //
 // Concurrency: a Manager is safe for concurrent use. Local calls of Modify
