@@ -589,12 +589,19 @@ func TestReadAllocatesAsBytesArrive(t *testing.T) {
 		{name: "huge nested arrays within the limits, then EOF", in: strings.Repeat("*1048576\r\n", 16), wantErr: io.ErrUnexpectedEOF, maxBytes: 4 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			// The reader and its buffer are made before the count starts.
-			r := resp.NewReader(strings.NewReader(tc.in), append(tc.opts, resp.WithBufferSize(64<<10))...)
-			var err error
-			n := allocated(func() { _, err = r.Read() })
-			require.ErrorIs(t, err, tc.wantErr)
-			require.Less(t, n, tc.maxBytes, "bytes allocated")
+			// The count takes in whatever the rest of the process (the
+			// runtime, the race detector) allocates meanwhile, so the
+			// least of a few runs is the reader's own.
+			least := uint64(math.MaxUint64)
+			for range 5 {
+				// The reader and its buffer are made before the count starts.
+				r := resp.NewReader(strings.NewReader(tc.in), append(tc.opts, resp.WithBufferSize(64<<10))...)
+				var err error
+				n := allocated(func() { _, err = r.Read() })
+				require.ErrorIs(t, err, tc.wantErr)
+				least = min(least, n)
+			}
+			require.Less(t, least, tc.maxBytes, "bytes allocated")
 		})
 	}
 }
