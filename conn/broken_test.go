@@ -50,8 +50,8 @@ func TestCloseFailsCallsInFlightAndLaterCalls(t *testing.T) {
 
 func TestReadTimeoutBreaksAStalledConnectionButNotAnIdleOne(t *testing.T) {
 	srv := redistest.Start(t)
-	idle := dial(t, srv.Addr, conn.WithReadTimeout(30*time.Millisecond))
-	time.Sleep(100 * time.Millisecond)
+	idle := dial(t, srv.Addr, conn.WithReadTimeout(200*time.Millisecond))
+	time.Sleep(500 * time.Millisecond)
 	_, err := idle.Do(context.Background(), "PING")
 	require.NoError(t, err)
 
@@ -59,7 +59,7 @@ func TestReadTimeoutBreaksAStalledConnectionButNotAnIdleOne(t *testing.T) {
 		s.Expect("PING")
 		s.Stall()
 	})
-	stalled := dial(t, fake.Addr, conn.WithReadTimeout(30*time.Millisecond))
+	stalled := dial(t, fake.Addr, conn.WithReadTimeout(200*time.Millisecond))
 	_, err = stalled.Do(context.Background(), "PING")
 	require.ErrorIs(t, err, conn.ErrBroken)
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded)

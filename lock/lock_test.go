@@ -165,10 +165,10 @@ func TestDoneClosesWhenTheTTLRunsOutAndOnUnlock(t *testing.T) {
 
 func TestWatchdogKeepsTheLease(t *testing.T) {
 	srv := redistest.Start(t)
-	a := open(t, srv, lock.WithTTL(150*time.Millisecond), lock.WithAutoExtend())
+	a := open(t, srv, lock.WithTTL(500*time.Millisecond), lock.WithAutoExtend())
 	b := open(t, srv)
 	ls := mustLock(t, a, "k")
-	time.Sleep(600 * time.Millisecond) // four TTLs
+	time.Sleep(1500 * time.Millisecond) // three TTLs
 	_, err := b.TryLock(context.Background(), "k")
 	require.ErrorIs(t, err, lock.ErrNotAcquired)
 	select {

@@ -53,7 +53,7 @@ func TestHeldModifyIsOneWrite(t *testing.T) {
 func TestHoldEndsAfterItsTimeAndOnClose(t *testing.T) {
 	srv := redistest.Start(t)
 	ctx := context.Background()
-	m := newManager(t, openLocker(t, srv), manager.WithHold(100*time.Millisecond))
+	m := newManager(t, openLocker(t, srv), manager.WithHold(500*time.Millisecond))
 	require.NoError(t, m.Modify(ctx, "k", increment))
 	require.Equal(t, int64(1), srv.Do(t, "EXISTS", "baton:{k}").Int)
 	require.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, 5*time.Millisecond)
