@@ -47,24 +47,33 @@ func startQueuedWaiter(t *testing.T, srv *redistest.Server) *exec.Cmd {
 	return child
 }
 
+// queueBehindAKilledWaiter holds "k", queues a waiter in a child process
+// and then one more (made with otherOpts) behind it, and kills the child.
+// It returns the holder's lease and a channel that tells when the last
+// waiter got the lock.
+func queueBehindAKilledWaiter(t *testing.T, otherOpts ...lock.Option) (*lock.Lease, <-chan time.Time) {
+	t.Helper()
+	srv := redistest.Start(t)
+	holder := open(t, srv, lock.WithFair(), lock.WithTTL(time.Minute))
+	other := open(t, srv, append([]lock.Option{lock.WithFair()}, otherOpts...)...)
+	held := mustLock(t, holder, "k")
+	child := startQueuedWaiter(t, srv)
+	got := make(chan time.Time, 1)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // before the Lockers close
+	wg.Go(func() {
+		ls := mustLock(t, other, "k")
+		got <- time.Now()
+		mustUnlock(t, ls)
+	})
+	require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 2 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, child.Process.Kill())
+	return held, got
+}
+
 func TestFairKilledWaiterDoesNotStallTheQueue(t *testing.T) {
 	t.Run("skipped at hand-off once its queue lease ran out", func(t *testing.T) {
-		srv := redistest.Start(t)
-		holder := open(t, srv, lock.WithFair(), lock.WithTTL(time.Minute))
-		other := open(t, srv, lock.WithFair())
-		held := mustLock(t, holder, "k")
-		child := startQueuedWaiter(t, srv)
-
-		got := make(chan time.Time, 1)
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		wg.Go(func() {
-			ls := mustLock(t, other, "k")
-			got <- time.Now()
-			mustUnlock(t, ls)
-		})
-		require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 2 }, 5*time.Second, time.Millisecond)
-		require.NoError(t, child.Process.Kill())
+		held, got := queueBehindAKilledWaiter(t)
 		time.Sleep(400 * time.Millisecond) // past the dead waiter's 300ms queue lease
 		released := time.Now()
 		mustUnlock(t, held)
@@ -72,21 +81,7 @@ func TestFairKilledWaiterDoesNotStallTheQueue(t *testing.T) {
 		require.Less(t, (<-got).Sub(released), 300*time.Millisecond)
 	})
 	t.Run("handed the lock as it died, it holds it no longer than its TTL", func(t *testing.T) {
-		srv := redistest.Start(t)
-		holder := open(t, srv, lock.WithFair(), lock.WithTTL(time.Minute))
-		other := open(t, srv, lock.WithFair(), lock.WithQueueLease(300*time.Millisecond))
-		held := mustLock(t, holder, "k")
-		child := startQueuedWaiter(t, srv)
-		got := make(chan time.Time, 1)
-		var wg sync.WaitGroup
-		defer wg.Wait()
-		wg.Go(func() {
-			ls := mustLock(t, other, "k")
-			got <- time.Now()
-			mustUnlock(t, ls)
-		})
-		require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 2 }, 5*time.Second, time.Millisecond)
-		require.NoError(t, child.Process.Kill())
+		held, got := queueBehindAKilledWaiter(t, lock.WithQueueLease(300*time.Millisecond))
 		released := time.Now()
 		mustUnlock(t, held) // the dead waiter's entry is still live: it gets the lock
 		// Its 500ms TTL, then the next re-check (every 100ms).

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"time"
 )
 
 // MaxKeyLen is the longest lock key accepted, in bytes. Redis allows far
@@ -46,6 +47,15 @@ func checkKey(key string) error {
 		return fmt.Errorf("%w: empty key", ErrInvalid)
 	case len(key) > MaxKeyLen:
 		return fmt.Errorf("%w: key of %d bytes, over the %d-byte limit", ErrInvalid, len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+// checkMillis refuses a duration that does not reach the millisecond that
+// Redis counts TTLs in.
+func checkMillis(name string, d time.Duration) error {
+	if d < time.Millisecond {
+		return fmt.Errorf("%w: %s %v, want at least 1ms", ErrInvalid, name, d)
 	}
 	return nil
 }

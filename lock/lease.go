@@ -147,8 +147,8 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalid)
 	}
-	if ttl < time.Millisecond {
-		return fmt.Errorf("%w: TTL %v, want at least 1ms", ErrInvalid, ttl)
+	if err := checkMillis("TTL", ttl); err != nil {
+		return err
 	}
 	if !ls.l.enter() {
 		return fmt.Errorf("lock %q: extend: %w", ls.key, ErrClosed)
@@ -199,15 +199,17 @@ func (ls *Lease) Unlock(ctx context.Context) error {
 		return fmt.Errorf("lock %q: unlock: %w", ls.key, ErrClosed)
 	}
 	defer ls.l.calls.Done()
-	return ls.unlock(ctx)
+	return ls.unlock(ctx, nil)
 }
 
-func (ls *Lease) unlock(ctx context.Context) error {
+// unlock ends the lease and releases the lock, with a write-back if write
+// is set.
+func (ls *Lease) unlock(ctx context.Context, write *stateWrite) error {
 	ls.mu.Lock()
 	ended := !ls.endLocked(released)
 	ls.mu.Unlock()
 	if ended {
 		return fmt.Errorf("lock %q: unlock: %w", ls.key, ErrNotHeld)
 	}
-	return ls.l.release(ctx, ls.key, ls.names, ls.owner, nil)
+	return ls.l.release(ctx, ls.key, ls.names, ls.owner, write)
 }

@@ -104,9 +104,10 @@ func buildOptions(opts []Option) (options, error) {
 }
 
 func (o options) check() error {
+	if err := checkMillis("TTL", o.ttl); err != nil {
+		return err
+	}
 	switch {
-	case o.ttl < time.Millisecond:
-		return fmt.Errorf("%w: TTL %v, want at least 1ms", ErrInvalid, o.ttl)
 	case o.queueLease < 3*time.Millisecond:
 		return fmt.Errorf("%w: queue lease %v, want at least 3ms", ErrInvalid, o.queueLease)
 	case o.releaseTimeout <= 0:
@@ -146,7 +147,7 @@ func (l *Locker) Close() error {
 	var errs []error
 	for _, ls := range held {
 		ctx, cancel := context.WithTimeout(context.Background(), l.opts.releaseTimeout)
-		if err := ls.unlock(ctx); err != nil && !errors.Is(err, ErrNotHeld) {
+		if err := ls.unlock(ctx, nil); err != nil && !errors.Is(err, ErrNotHeld) {
 			errs = append(errs, err)
 		}
 		cancel()

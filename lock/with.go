@@ -58,7 +58,7 @@ func (l *Locker) LockThen(ctx context.Context, key string, cmds ...[]string) (*L
 	}
 	replies, err = l.client.DoMulti(ctx, cmds...)
 	if err != nil {
-		_ = ls.unlock(context.WithoutCancel(ctx))
+		_ = ls.unlock(context.WithoutCancel(ctx), nil)
 		return nil, nil, fmt.Errorf("lock %q: after acquiring: %w", key, err)
 	}
 	return ls, replies, nil
@@ -74,21 +74,14 @@ func (ls *Lease) UnlockSetting(ctx context.Context, stateKey, value string, stat
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalid)
 	}
-	if stateTTL < time.Millisecond {
-		return fmt.Errorf("%w: state TTL %v, want at least 1ms", ErrInvalid, stateTTL)
+	if err := checkMillis("state TTL", stateTTL); err != nil {
+		return err
 	}
 	if !ls.l.enter() {
 		return fmt.Errorf("lock %q: unlock: %w", ls.key, ErrClosed)
 	}
 	defer ls.l.calls.Done()
-	ls.mu.Lock()
-	ended := !ls.endLocked(released)
-	ls.mu.Unlock()
-	if ended {
-		return fmt.Errorf("lock %q: unlock: %w", ls.key, ErrNotHeld)
-	}
-	w := &stateWrite{key: stateKey, value: value, ttl: strconv.FormatInt(stateTTL.Milliseconds(), 10)}
-	return ls.l.release(ctx, ls.key, ls.names, ls.owner, w)
+	return ls.unlock(ctx, &stateWrite{key: stateKey, value: value, ttl: strconv.FormatInt(stateTTL.Milliseconds(), 10)})
 }
 
 // stateWrite is a write-back that a release carries.
@@ -134,8 +127,8 @@ func (ls *Lease) ExtendSetting(ctx context.Context, stateKey, value string, stat
 	if ctx == nil {
 		return false, fmt.Errorf("%w: nil context", ErrInvalid)
 	}
-	if stateTTL < time.Millisecond {
-		return false, fmt.Errorf("%w: state TTL %v, want at least 1ms", ErrInvalid, stateTTL)
+	if err := checkMillis("state TTL", stateTTL); err != nil {
+		return false, err
 	}
 	if !ls.l.enter() {
 		return false, fmt.Errorf("lock %q: write: %w", ls.key, ErrClosed)
