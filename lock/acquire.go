@@ -31,36 +31,65 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 		return l.lockFair(ctx, key)
 	}
 	names := l.keyNames(key)
+	a := attempt{owner: rand.Text(), ask: true, manner: mannerPlain}
 	if !l.sub.Waiting(names.lock) {
-		if ls, _, err := l.tryAcquire(ctx, key, names, rand.Text(), "1"); ls != nil || err != nil {
+		if ls, _, err := l.tryAcquire(ctx, key, names, a); ls != nil || err != nil {
 			return ls, err
 		}
 	}
-	return l.lockFast(ctx, key, names)
+	return l.lockFast(ctx, key, names, a)
+}
+
+// attempt is how one owner tries for a fast lock.
+type attempt struct {
+	owner  string
+	ask    bool   // a Lock, whose failed attempts ask the holder to let go; not a TryLock
+	manner string // mannerPlain, mannerPolite or mannerPastGrace
+}
+
+func (a attempt) args(ttlArg string) []string {
+	ask := "0"
+	if a.ask {
+		ask = "1"
+	}
+	return []string{a.owner, ttlArg, ask, a.manner}
 }
 
 // lockFast is Lock's wait in fast mode: register for the key's releases,
-// try again, and wait between tries.
-func (l *Locker) lockFast(ctx context.Context, key string, names keyNames) (*Lease, error) {
-	owner := rand.Text()
-	early := &earlyAttempt{l: l, cmd: acquireScript.command(false, names.fastKeys(), []string{owner, l.ttlArg, "1"}), sent: make(chan sentAttempt, 1)}
+// try again, and wait between tries. A polite attempt stays polite until a
+// release is heard or its grace (WithPoliteGrace) has passed.
+func (l *Locker) lockFast(ctx context.Context, key string, names keyNames, a attempt) (*Lease, error) {
+	var graceEnd time.Time
+	afterRelease := a // a release was heard: the asker had its turn
+	if a.manner == mannerPolite {
+		graceEnd = time.Now().Add(min(l.opts.politeGrace, l.opts.ttl))
+		afterRelease.manner = mannerPastGrace
+	}
+	early := &earlyAttempt{l: l, cmd: acquireScript.command(false, names.fastKeys(), afterRelease.args(l.ttlArg)), sent: make(chan sentAttempt, 1)}
 	w, err := l.sub.Watch(ctx, names.lock, subscriber.OnRelease(early.send))
 	if err != nil {
+		l.withdrawInBackground(key, names, a.owner, false)
 		return nil, fmt.Errorf("lock %q: %w", key, err)
 	}
 	defer w.Close()
 	var timer *time.Timer
 	var sent *sentAttempt
 	for {
+		if a.manner == mannerPolite && !time.Now().Before(graceEnd) {
+			a = afterRelease
+		}
 		var ls *Lease
 		var remaining time.Duration
 		if sent != nil && sent.pending != nil {
-			ls, remaining, err = l.awaitAcquire(ctx, key, names, owner, *sent)
+			ls, remaining, err = l.awaitAcquire(ctx, key, names, a, *sent)
 		} else {
-			ls, remaining, err = l.tryAcquire(ctx, key, names, owner, "1")
+			ls, remaining, err = l.tryAcquire(ctx, key, names, a)
 		}
 		if ls != nil || err != nil {
 			return ls, err
+		}
+		if a.manner == mannerPolite {
+			remaining = min(remaining, time.Until(graceEnd))
 		}
 		// A release we did not hear (a notification lost while the
 		// subscriber reconnects, say) is caught when the TTL runs out.
@@ -76,6 +105,7 @@ func (l *Locker) lockFast(ctx context.Context, key string, names keyNames) (*Lea
 		select {
 		case s := <-early.sent:
 			sent = &s
+			a = afterRelease
 			// The wake-up that came with the hook is spent: left
 			// pending, it would be handed to the next waiter for nothing.
 			select {
@@ -83,6 +113,7 @@ func (l *Locker) lockFast(ctx context.Context, key string, names keyNames) (*Lea
 			default:
 			}
 		case <-w.Wake():
+			a = afterRelease
 		case <-timer.C:
 		case <-ctx.Done():
 			stop = ctx.Err()
@@ -93,11 +124,10 @@ func (l *Locker) lockFast(ctx context.Context, key string, names keyNames) (*Lea
 			// The release hook fired meanwhile: its attempt is on its way.
 			s := <-early.sent
 			sent = &s
+			a = afterRelease
 		}
 		if stop != nil {
-			if sent != nil && sent.pending != nil {
-				l.releaseInBackground(key, names, owner)
-			}
+			l.withdrawInBackground(key, names, a.owner, sent != nil && sent.pending != nil)
 			return nil, fmt.Errorf("lock %q: %w", key, stop)
 		}
 	}
@@ -115,7 +145,7 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	if l.opts.fair {
 		ls, _, err = l.fairAttempt(ctx, key, l.keyNames(key), rand.Text(), 0, false)
 	} else {
-		ls, _, err = l.tryAcquire(ctx, key, l.keyNames(key), rand.Text(), "0")
+		ls, _, err = l.tryAcquire(ctx, key, l.keyNames(key), attempt{owner: rand.Text(), manner: mannerPlain})
 	}
 	if ls == nil && err == nil {
 		return nil, fmt.Errorf("lock %q: %w", key, ErrNotAcquired)
@@ -135,35 +165,33 @@ func (l *Locker) startAcquire(ctx context.Context, key string) error {
 }
 
 // tryAcquire runs the acquire script once. It returns the lease, or how
-// long the current holder's lock has left to live.
-func (l *Locker) tryAcquire(ctx context.Context, key string, names keyNames, owner, announce string) (*Lease, time.Duration, error) {
-	ls, remaining, _, err := l.tryAcquireThen(ctx, key, names, owner, announce, nil)
+// long to wait before trying again: the current holder's remaining TTL.
+func (l *Locker) tryAcquire(ctx context.Context, key string, names keyNames, a attempt) (*Lease, time.Duration, error) {
+	ls, remaining, _, err := l.tryAcquireThen(ctx, key, names, a, nil)
 	return ls, remaining, err
 }
 
 // tryAcquireThen is tryAcquire with commands sent in the same write right
 // after the attempt; their replies matter only if the attempt succeeded.
-// announce is "1" for a Lock, whose failing attempts ask the holder to let
-// go (see acquireScript), and "0" for a TryLock.
-func (l *Locker) tryAcquireThen(ctx context.Context, key string, names keyNames, owner, announce string, after [][]string) (*Lease, time.Duration, []resp.Value, error) {
+func (l *Locker) tryAcquireThen(ctx context.Context, key string, names keyNames, a attempt, after [][]string) (*Lease, time.Duration, []resp.Value, error) {
 	start := time.Now()
-	v, rest, err := runWith(ctx, l.client, acquireScript, false, names.fastKeys(), []string{owner, l.ttlArg, announce}, after)
-	ls, remaining, err := l.acquired(key, names, owner, start, v, err)
+	v, rest, err := runWith(ctx, l.client, acquireScript, false, names.fastKeys(), a.args(l.ttlArg), after)
+	ls, remaining, err := l.acquired(key, names, a.owner, start, v, err)
 	return ls, remaining, rest, err
 }
 
 // awaitAcquire collects the reply of an attempt the release hook sent.
-func (l *Locker) awaitAcquire(ctx context.Context, key string, names keyNames, owner string, s sentAttempt) (*Lease, time.Duration, error) {
+func (l *Locker) awaitAcquire(ctx context.Context, key string, names keyNames, a attempt, s sentAttempt) (*Lease, time.Duration, error) {
 	replies, err := s.pending.Wait(ctx)
 	var v resp.Value
 	if err == nil {
 		v = replies[0]
 		err = v.Err()
 		if errors.Is(err, resp.NoScript) {
-			return l.tryAcquire(ctx, key, names, owner, "1") // loads the script
+			return l.tryAcquire(ctx, key, names, a) // loads the script
 		}
 	}
-	return l.acquired(key, names, owner, s.at, v, err)
+	return l.acquired(key, names, a.owner, s.at, v, err)
 }
 
 // acquired reads the acquire script's reply.
@@ -172,7 +200,7 @@ func (l *Locker) acquired(key string, names keyNames, owner string, start time.T
 		if mayHaveRun(err) {
 			// The script may have taken the lock for an owner who has
 			// gone: undo it, after it on the same connection.
-			l.releaseInBackground(key, names, owner)
+			l.withdrawInBackground(key, names, owner, true)
 		}
 		return nil, 0, fmt.Errorf("lock %q: acquire: %w", key, err)
 	}

@@ -21,6 +21,21 @@
 // problem. A waiter that misses a notification retries when the holder's
 // TTL runs out.
 //
+// Requests. A holder that keeps the lock between writes (package manager,
+// WithHold) must learn that others want it. In fast mode, every failed
+// attempt of a Lock sets the flag <prefix>{key}:wanted to its owner token
+// and publishes on that name as a channel; the flag stays until that
+// waiter acquires or gives up (it withdraws), or its TTL ends. The holder
+// reads the flag in its write-back script (ExtendSetting) and listens on
+// the channel (WantedChannel), and lets go. Having let go, it acquires
+// again politely (LockThenPolitely): finding the lock free with another's
+// request standing, it does not take it but waits next in line
+// (<prefix>{key}:next). The waiter, on acquiring, finds the polite owner's
+// request in its place, so it is asked to let go in turn. If the waiter
+// does not come within the polite grace (WithPoliteGrace), the polite
+// owner takes the lock and drops the request. A plain Lock takes a free
+// lock whatever the flag says.
+//
 // Fair mode (WithFair) makes the order of acquisition a property of the
 // protocol rather than of the server's write order or the scheduler's
 // whims.
@@ -30,6 +45,8 @@
 //
 //	<prefix>{key}          the lock: the owner's token, with the owner's TTL
 //	<prefix>{key}:fence    fencing counter
+//	<prefix>{key}:wanted   a request: in fast mode a waiter's owner token, in fair mode "1"
+//	<prefix>{key}:next     fast mode: a polite owner waiting behind the request
 //	<prefix>{key}:queue    sorted set of queued owners, scored by arrival
 //	<prefix>{key}:waiters  hash: owner -> "<deadline-ms> <ttl-ms> <waiter-id> <channel>"
 //	<prefix>{key}:seq      arrival counter

@@ -17,16 +17,17 @@ type keyNames struct {
 	lock   string // holds the owner's token while the lock is held
 	fence  string // counter of fencing tokens; never expires
 	wanted string // a flag, and a channel: a waiter asks the holder to let go
+	next   string // a polite owner waiting behind the one asking
 }
 
 func (l *Locker) keyNames(key string) keyNames {
 	base := l.opts.prefix + "{" + key + "}"
-	return keyNames{lock: base, fence: base + ":fence", wanted: base + ":wanted"}
+	return keyNames{lock: base, fence: base + ":fence", wanted: base + ":wanted", next: base + ":next"}
 }
 
 // fastKeys are the keys of the fast mode's acquire script: lock, fence,
-// wanted.
-func (n keyNames) fastKeys() []string { return []string{n.lock, n.fence, n.wanted} }
+// wanted, next.
+func (n keyNames) fastKeys() []string { return []string{n.lock, n.fence, n.wanted, n.next} }
 
 // fairKeys are the keys of the fair mode's scripts, in their KEYS order:
 // lock, fence, queue, waiters, seq, wanted (see fair_scripts.go).

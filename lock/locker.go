@@ -110,6 +110,8 @@ func (o options) check() error {
 	switch {
 	case o.queueLease < 3*time.Millisecond:
 		return fmt.Errorf("%w: queue lease %v, want at least 3ms", ErrInvalid, o.queueLease)
+	case o.politeGrace < 0:
+		return fmt.Errorf("%w: polite grace %v, want 0 or more", ErrInvalid, o.politeGrace)
 	case o.releaseTimeout <= 0:
 		return fmt.Errorf("%w: release timeout %v, want more than 0", ErrInvalid, o.releaseTimeout)
 	case o.releaseStyle < ReleasePingEval || o.releaseStyle > ReleaseGetDel:

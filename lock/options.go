@@ -18,6 +18,7 @@ type options struct {
 	prefix            string
 	releaseStyle      ReleaseStyle
 	releaseTimeout    time.Duration
+	politeGrace       time.Duration
 	connOptions       []conn.Option
 	subscriberOptions []subscriber.Option
 }
@@ -29,6 +30,7 @@ func defaultOptions() options {
 		prefix:         "baton:",
 		releaseStyle:   ReleasePingEval,
 		releaseTimeout: 5 * time.Second,
+		politeGrace:    100 * time.Millisecond,
 	}
 }
 
@@ -67,6 +69,14 @@ func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
 // Unlock gave up (its context ended), and the releases done by Close.
 // Default: 5s.
 func WithReleaseTimeout(d time.Duration) Option { return func(o *options) { o.releaseTimeout = d } }
+
+// WithPoliteGrace sets how long a polite owner (LockThenPolitely, used by
+// a manager that holds locks between modifications) leaves a free lock to
+// the waiter that asked for it before taking it anyway. The waiter was
+// told of the release, so it normally comes within a round trip or two; a
+// waiter that has gone, or gave up without withdrawing, costs the polite
+// owner the grace once. It is capped at the TTL. Default: 100ms.
+func WithPoliteGrace(d time.Duration) Option { return func(o *options) { o.politeGrace = d } }
 
 // WithReleaseStyle picks how Unlock releases. It exists for the demo and
 // the benchmarks, which compare the styles; services should keep the

@@ -34,13 +34,32 @@ func (l *Locker) release(ctx context.Context, key string, names keyNames, owner 
 // releaseInBackground releases for an owner who is no longer waiting; it
 // is best effort, with the lock's TTL as the backstop.
 func (l *Locker) releaseInBackground(key string, names keyNames, owner string) {
-	undo := func() {
+	l.inBackground(func(ctx context.Context) { _ = l.releaseNow(ctx, key, names, owner, nil) })
+}
+
+// withdrawInBackground takes back the requests of a fast-mode waiter that
+// gave up (see withdrawScript), after releasing the lock first if an
+// attempt of its may have taken it. Best effort: the requests' TTLs are
+// the backstop.
+func (l *Locker) withdrawInBackground(key string, names keyNames, owner string, release bool) {
+	l.inBackground(func(ctx context.Context) {
+		if release {
+			_ = l.releaseNow(ctx, key, names, owner, nil)
+		}
+		_, _ = run(ctx, l.client, withdrawScript, false, names.fastKeys(), owner)
+	})
+}
+
+// inBackground runs fn, bounded by the release timeout, in a goroutine the
+// Locker owns, or at once if the Locker is closing.
+func (l *Locker) inBackground(fn func(ctx context.Context)) {
+	run := func() {
 		ctx, cancel := context.WithTimeout(context.Background(), l.opts.releaseTimeout)
 		defer cancel()
-		_ = l.releaseNow(ctx, key, names, owner, nil)
+		fn(ctx)
 	}
-	if !l.spawn(undo) {
-		undo()
+	if !l.spawn(run) {
+		run()
 	}
 }
 

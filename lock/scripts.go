@@ -22,21 +22,63 @@ func newScript(src string) script {
 	return script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
+// The fast mode's requests. A waiter asks for the lock by setting the
+// wanted flag to its owner token (and publishing on the flag's name as a
+// channel), for a holder that keeps the lock between writes to let go (see
+// package manager). The flag stays until its waiter acquires or withdraws,
+// or its TTL ends: a holder that takes the lock again first still sees it.
+// An owner that acquires politely (LockThenPolitely) lets the asker go
+// first when it finds the lock free, and waits next in line: the next key
+// holds its token until the asker acquires, when it becomes the flag, so
+// that the asker in turn is asked to let go.
+//
+// fastPrelude defines answered(owner): owner acquired, or gave up, so its
+// requests are answered; unless another owner's request stands, the owner
+// waiting next, if any, is now the one asking.
+const fastPrelude = `
+local function answered(owner)
+	if redis.call('get', KEYS[4]) == owner then redis.call('del', KEYS[4]) end
+	local asker = redis.call('get', KEYS[3])
+	if asker and asker ~= owner then return end
+	if redis.call('exists', KEYS[4]) == 1 then
+		redis.call('rename', KEYS[4], KEYS[3])
+	else
+		redis.call('del', KEYS[3])
+	end
+end
+`
+
+// Manners of an acquire attempt, ARGV[4] of acquireScript.
+const (
+	mannerPlain     = "0" // take the lock whenever it is free
+	mannerPolite    = "1" // let a waiter that asked go first
+	mannerPastGrace = "2" // polite, but the asker had its grace and did not come
+)
+
 // acquireScript takes the lock if it is free and bumps the fencing counter.
-// KEYS: lock, fence, wanted. ARGV: owner token, TTL in ms, and "1" to
-// announce a waiter: when the lock is held, set the wanted flag to the
-// waiter's token (for the holder's next write-back to see) and publish on
-// the wanted channel (for a holder that keeps the lock between writes, see
-// package manager). The flag stays until its waiter acquires, or its TTL
-// ends: a holder that takes the lock again first still sees it.
-// It returns the new fencing token (always > 0) on success. When the lock
-// is held it returns -1 - PTTL: a value <= -1 from which the remaining TTL
-// is read back, or 0 for a lock held without a TTL. One integer, so the
-// reply costs no allocation.
-var acquireScript = newScript(`
+// KEYS: lock, fence, wanted, next. ARGV: owner token, TTL in ms, "1" to ask
+// for the lock (set the wanted flag and publish) when it is held, and the
+// manner (see mannerPlain).
+// It returns the new fencing token (always > 0) on success. Otherwise it
+// returns -1 - PTTL of the lock (or, for a polite refusal, of the asker's
+// flag): a value <= -1 from which the time to look again is read back, or
+// 0 for a key without a TTL. One integer, so the reply costs no
+// allocation.
+var acquireScript = newScript(fastPrelude + `
+if ARGV[4] ~= '0' and redis.call('exists', KEYS[1]) == 0 then
+	local asker = redis.call('get', KEYS[3])
+	if asker and asker ~= ARGV[1] then
+		if ARGV[4] == '1' then
+			redis.call('set', KEYS[4], ARGV[1], 'PX', ARGV[2])
+			local ttl = redis.call('pttl', KEYS[3])
+			if ttl < 0 then return 0 end
+			return -1 - ttl
+		end
+		if redis.call('get', KEYS[4]) == ARGV[1] then redis.call('del', KEYS[3]) end
+	end
+end
 if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	-- The caller's own request is answered; another waiter's stands.
-	if redis.call('get', KEYS[3]) == ARGV[1] then redis.call('del', KEYS[3]) end
+	answered(ARGV[1])
 	return redis.call('incr', KEYS[2])
 end
 local ttl = redis.call('pttl', KEYS[1])
@@ -46,6 +88,14 @@ if ARGV[3] == '1' then
 end
 if ttl < 0 then return 0 end
 return -1 - ttl
+`)
+
+// withdrawScript takes back the requests of a waiter that gave up, so that
+// a holder is not asked to let go, nor a polite owner kept waiting, for
+// nobody. KEYS: lock, fence, wanted, next. ARGV: owner.
+var withdrawScript = newScript(fastPrelude + `
+answered(ARGV[1])
+return 1
 `)
 
 // releaseScript deletes the lock if the caller still owns it.
@@ -71,7 +121,7 @@ var pingCommand = []string{"PING"}
 
 // allScripts are loaded by Open, so that the first use of each is an
 // EVALSHA like every other.
-var allScripts = []script{acquireScript, releaseScript, extendScript, fairAcquireScript, fairReleaseScript, releaseSetScript, fairReleaseSetScript, holdWriteScript}
+var allScripts = []script{acquireScript, withdrawScript, releaseScript, extendScript, fairAcquireScript, fairReleaseScript, releaseSetScript, fairReleaseSetScript, holdWriteScript}
 
 // loadScripts sends SCRIPT LOAD for every script in one write. It is an
 // optimisation only: where SCRIPT is refused or forgotten (a restart, a

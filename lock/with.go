@@ -28,11 +28,29 @@ func StateKey(prefix, key, suffix string) string { return prefix + "{" + key + "
 // order. If they cannot be run the lease is released and the error
 // returned.
 func (l *Locker) LockThen(ctx context.Context, key string, cmds ...[]string) (*Lease, []resp.Value, error) {
+	return l.lockThen(ctx, key, mannerPlain, cmds)
+}
+
+// LockThenPolitely is LockThen for an owner that has just let the lock go
+// because another owner asked for it, and means to take it again: a holder
+// that keeps the lock between writes (package manager). In fast mode, when
+// it finds the lock free but asked for by a waiter, it does not take it:
+// it waits next in line, and the waiter, on acquiring, finds the lock
+// asked for in turn (ExtendSetting reports it). If the waiter has not
+// taken the lock within the polite grace (WithPoliteGrace, default
+// 100ms), the polite owner takes it anyway: the waiter may have gone. In fair mode the queue already
+// orders owners, and LockThenPolitely is LockThen.
+func (l *Locker) LockThenPolitely(ctx context.Context, key string, cmds ...[]string) (*Lease, []resp.Value, error) {
+	return l.lockThen(ctx, key, mannerPolite, cmds)
+}
+
+func (l *Locker) lockThen(ctx context.Context, key, manner string, cmds [][]string) (*Lease, []resp.Value, error) {
 	if err := l.startAcquire(ctx, key); err != nil {
 		return nil, nil, err
 	}
 	defer l.calls.Done()
 	names := l.keyNames(key)
+	a := attempt{owner: rand.Text(), ask: true, manner: manner}
 	var ls *Lease
 	var replies []resp.Value
 	var err error
@@ -42,13 +60,13 @@ func (l *Locker) LockThen(ctx context.Context, key string, cmds ...[]string) (*L
 		// holder that yields to waiters unaware for a round trip.
 		ls, replies, err = l.lockFairThen(ctx, key, cmds)
 	case !l.sub.Waiting(names.lock):
-		ls, _, replies, err = l.tryAcquireThen(ctx, key, names, rand.Text(), "1", cmds)
+		ls, _, replies, err = l.tryAcquireThen(ctx, key, names, a, cmds)
 		if ls == nil && err == nil {
-			ls, err = l.lockFast(ctx, key, names)
+			ls, err = l.lockFast(ctx, key, names, a)
 			replies = nil
 		}
 	default:
-		ls, err = l.lockFast(ctx, key, names)
+		ls, err = l.lockFast(ctx, key, names, a)
 	}
 	if err != nil || replies != nil {
 		return ls, replies, err
