@@ -76,7 +76,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 // modifyAndHold acquires and loads as Modify does, and keeps the lease.
 func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding, fn func(*T) error) error {
 	key := m.Key(token)
-	lease, replies, err := m.locker.LockThen(ctx, token, []string{"GET", key})
+	lease, replies, err := m.locker.LockThenPolitely(ctx, token, []string{"GET", key})
 	if err != nil {
 		return fmt.Errorf("manager: modify %q: %w", token, err)
 	}
