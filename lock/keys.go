@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -21,8 +22,28 @@ type keyNames struct {
 }
 
 func (l *Locker) keyNames(key string) keyNames {
-	base := l.opts.prefix + "{" + key + "}"
-	return keyNames{lock: base, fence: base + ":fence", wanted: base + ":wanted", next: base + ":next"}
+	// Every acquire needs the names: they are cut from one string, laid out
+	// as <base>:wanted<base>:fence<base>:next, so they cost one allocation.
+	const wanted, fence, next = ":wanted", ":fence", ":next"
+	var b strings.Builder
+	baseLen := len(l.opts.prefix) + len(key) + 2
+	b.Grow(3*baseLen + len(wanted) + len(fence) + len(next))
+	for _, suffix := range []string{wanted, fence, next} {
+		b.WriteString(l.opts.prefix)
+		b.WriteByte('{')
+		b.WriteString(key)
+		b.WriteByte('}')
+		b.WriteString(suffix)
+	}
+	all := b.String()
+	fenceAt := baseLen + len(wanted)
+	nextAt := fenceAt + baseLen + len(fence)
+	return keyNames{
+		lock:   all[:baseLen],
+		wanted: all[:fenceAt],
+		fence:  all[fenceAt:nextAt],
+		next:   all[nextAt:],
+	}
 }
 
 // fastKeys are the keys of the fast mode's acquire script: lock, fence,
