@@ -15,13 +15,6 @@ import (
 	"github.com/batonlock/baton/manager"
 )
 
-func newManager(t testing.TB, l *lock.Locker, opts ...manager.Option) *manager.Manager[counter] {
-	t.Helper()
-	m := manager.New[counter](l, opts...)
-	t.Cleanup(func() { require.NoError(t, m.Close()) })
-	return m
-}
-
 func TestHeldModifyIsOneWrite(t *testing.T) {
 	srv := redistest.Start(t)
 	var mu sync.Mutex
@@ -108,27 +101,4 @@ func TestHoldWithABadDurationIsRefused(t *testing.T) {
 	srv := redistest.Start(t)
 	m := manager.New[counter](openLocker(t, srv, lock.WithTTL(time.Second)), manager.WithHold(time.Second))
 	require.ErrorIs(t, m.Modify(context.Background(), "k", increment), manager.ErrInvalid)
-}
-
-func TestConcurrentHeldIncrementsAreExact(t *testing.T) {
-	srv := redistest.Start(t)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	for range 4 {
-		m := newManager(t, openLocker(t, srv), manager.WithHold(time.Second))
-		for g := range 8 {
-			wg.Go(func() {
-				for i := range 250 {
-					require.NoError(t, m.Modify(ctx, "t"+string(rune('0'+(g+i)%4)), increment))
-				}
-			})
-		}
-	}
-	wg.Wait()
-	check := manager.New[counter](openLocker(t, srv))
-	for i := range 4 {
-		v, err := check.Get(ctx, "t"+string(rune('0'+i)))
-		require.NoError(t, err)
-		require.Equal(t, 2000, v.N)
-	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/manager"
 )
 
 func TestMain(m *testing.M) {
@@ -31,4 +32,11 @@ func openLocker(t testing.TB, srv *redistest.Server, opts ...lock.Option) *lock.
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
 	return l
+}
+
+func newManager(t testing.TB, l *lock.Locker, opts ...manager.Option) *manager.Manager[counter] {
+	t.Helper()
+	m := manager.New[counter](l, opts...)
+	t.Cleanup(func() { require.NoError(t, m.Close()) })
+	return m
 }

@@ -45,27 +45,46 @@ func TestModifyAndGet(t *testing.T) {
 	}
 }
 
-func TestModifyFromManyInstancesIsExact(t *testing.T) {
+// TestConcurrentIncrementsAreExact: 4 instances × 8 goroutines × 250
+// increments on 4 tokens, in each lock mode, with and without hold.
+func TestConcurrentIncrementsAreExact(t *testing.T) {
 	srv := redistest.Start(t)
-	ctx := context.Background()
-	var wg sync.WaitGroup
-	for range 4 {
-		m := manager.New[counter](openLocker(t, srv))
-		for g := range 8 {
-			wg.Go(func() {
-				for i := range 250 {
-					token := "t" + strconv.Itoa((g+i)%4)
-					require.NoError(t, m.Modify(ctx, token, increment))
+	for _, sc := range []struct {
+		name string
+		lock []lock.Option
+		hold time.Duration
+	}{
+		{name: "fast"},
+		{name: "fast+hold", hold: time.Second},
+		{name: "fair", lock: []lock.Option{lock.WithFair()}},
+		{name: "fair+hold", lock: []lock.Option{lock.WithFair()}, hold: time.Second},
+	} {
+		t.Run(sc.name, func(t *testing.T) {
+			srv.Do(t, "FLUSHALL")
+			ctx := context.Background()
+			var opts []manager.Option
+			if sc.hold > 0 {
+				opts = append(opts, manager.WithHold(sc.hold))
+			}
+			var wg sync.WaitGroup
+			for range 4 {
+				m := newManager(t, openLocker(t, srv, sc.lock...), opts...)
+				for g := range 8 {
+					wg.Go(func() {
+						for i := range 250 {
+							require.NoError(t, m.Modify(ctx, "t"+strconv.Itoa((g+i)%4), increment))
+						}
+					})
 				}
-			})
-		}
-	}
-	wg.Wait()
-	check := manager.New[counter](openLocker(t, srv))
-	for i := range 4 {
-		v, err := check.Get(ctx, "t"+strconv.Itoa(i))
-		require.NoError(t, err)
-		require.Equal(t, 2000, v.N)
+			}
+			wg.Wait()
+			check := manager.New[counter](openLocker(t, srv))
+			for i := range 4 {
+				v, err := check.Get(ctx, "t"+strconv.Itoa(i))
+				require.NoError(t, err)
+				require.Equal(t, 2000, v.N)
+			}
+		})
 	}
 }
 
