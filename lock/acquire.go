@@ -85,6 +85,10 @@ func (l *Locker) lockFast(ctx context.Context, key string, names keyNames, a att
 		} else {
 			ls, remaining, err = l.tryAcquire(ctx, key, names, a)
 		}
+		if err != nil && !mayHaveRun(err) {
+			// acquired withdraws after an attempt that may have run.
+			l.withdrawInBackground(key, names, a.owner, false)
+		}
 		if ls != nil || err != nil {
 			return ls, err
 		}

@@ -24,8 +24,9 @@
 // Requests. A holder that keeps the lock between writes (package manager,
 // WithHold) must learn that others want it. In fast mode, every failed
 // attempt of a Lock sets the flag <prefix>{key}:wanted to its owner token
-// and publishes on that name as a channel; the flag stays until that
-// waiter acquires or gives up (it withdraws), or its TTL ends. The holder
+// and publishes on that name as a channel. The flag is one slot, the
+// latest asker's; it stays until that waiter acquires or gives up (it
+// withdraws), or its TTL ends. The holder
 // reads the flag in its write-back script (ExtendSetting) and listens on
 // the channel (WantedChannel), and lets go. Having let go, it acquires
 // again politely (LockThenPolitely): finding the lock free with another's
@@ -33,7 +34,8 @@
 // (<prefix>{key}:next). The waiter, on acquiring, finds the polite owner's
 // request in its place, so it is asked to let go in turn. If the waiter
 // does not come within the polite grace (WithPoliteGrace), the polite
-// owner takes the lock and drops the request. A plain Lock takes a free
+// owner takes the lock and, if it is still the one waiting next, drops the
+// request. A plain Lock takes a free
 // lock whatever the flag says.
 //
 // Fair mode (WithFair) makes the order of acquisition a property of the

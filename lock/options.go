@@ -74,8 +74,9 @@ func WithReleaseTimeout(d time.Duration) Option { return func(o *options) { o.re
 // a manager that holds locks between modifications) leaves a free lock to
 // the waiter that asked for it before taking it anyway. The waiter was
 // told of the release, so it normally comes within a round trip or two; a
-// waiter that has gone, or gave up without withdrawing, costs the polite
-// owner the grace once. It is capped at the TTL. Default: 100ms.
+// waiter that has gone or given up in the meantime costs the polite owner
+// the grace once. It is capped at the TTL; 0 makes LockThenPolitely plain
+// LockThen. Default: 100ms.
 func WithPoliteGrace(d time.Duration) Option { return func(o *options) { o.politeGrace = d } }
 
 // WithReleaseStyle picks how Unlock releases. It exists for the demo and

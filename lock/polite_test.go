@@ -150,3 +150,14 @@ func TestPoliteGraceMustNotBeNegative(t *testing.T) {
 	_, err := lock.Open(context.Background(), "127.0.0.1:1", lock.WithPoliteGrace(-time.Second))
 	require.ErrorIs(t, err, lock.ErrInvalid)
 }
+
+func TestPoliteGraceOfZeroIsPlain(t *testing.T) {
+	srv := redistest.Start(t)
+	polite := open(t, srv, lock.WithPoliteGrace(0))
+	askWhileHeld(t, srv, open(t, srv))
+	r := <-lockPolitely(context.Background(), polite)
+	require.NoError(t, r.err)
+	require.Equal(t, int64(0), srv.Do(t, "EXISTS", politeNextKey).Int)
+	require.Equal(t, "asker", srv.Do(t, "GET", politeWantedKey).Str)
+	mustUnlock(t, r.lease)
+}

@@ -12,16 +12,16 @@ import (
 // release completes even if the caller stops waiting.
 func (l *Locker) release(ctx context.Context, key string, names keyNames, owner string, write *stateWrite) error {
 	if ctx.Done() == nil {
-		return l.releaseNow(ctx, key, names, owner, write)
+		return l.releaseNow(ctx, key, names, owner, write, l.opts.releaseStyle)
 	}
 	result := make(chan error, 1)
 	spawned := l.spawn(func() {
 		bounded, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.releaseTimeout)
 		defer cancel()
-		result <- l.releaseNow(bounded, key, names, owner, write)
+		result <- l.releaseNow(bounded, key, names, owner, write, l.opts.releaseStyle)
 	})
 	if !spawned {
-		return l.releaseNow(ctx, key, names, owner, write)
+		return l.releaseNow(ctx, key, names, owner, write, l.opts.releaseStyle)
 	}
 	select {
 	case err := <-result:
@@ -32,9 +32,11 @@ func (l *Locker) release(ctx context.Context, key string, names keyNames, owner 
 }
 
 // releaseInBackground releases for an owner who is no longer waiting; it
-// is best effort, with the lock's TTL as the backstop.
+// is best effort, with the lock's TTL as the backstop. It always compares
+// the owner, whatever the release style: the owner may never have held
+// the lock, which another may hold now.
 func (l *Locker) releaseInBackground(key string, names keyNames, owner string) {
-	l.inBackground(func(ctx context.Context) { _ = l.releaseNow(ctx, key, names, owner, nil) })
+	l.inBackground(func(ctx context.Context) { _ = l.releaseNow(ctx, key, names, owner, nil, ReleasePingEval) })
 }
 
 // withdrawInBackground takes back the requests of a fast-mode waiter that
@@ -44,7 +46,7 @@ func (l *Locker) releaseInBackground(key string, names keyNames, owner string) {
 func (l *Locker) withdrawInBackground(key string, names keyNames, owner string, release bool) {
 	l.inBackground(func(ctx context.Context) {
 		if release {
-			_ = l.releaseNow(ctx, key, names, owner, nil)
+			_ = l.releaseNow(ctx, key, names, owner, nil, ReleasePingEval)
 		}
 		_, _ = run(ctx, l.client, withdrawScript, false, names.fastKeys(), owner)
 	})
@@ -63,7 +65,7 @@ func (l *Locker) inBackground(fn func(ctx context.Context)) {
 	}
 }
 
-func (l *Locker) releaseNow(ctx context.Context, key string, names keyNames, owner string, write *stateWrite) error {
+func (l *Locker) releaseNow(ctx context.Context, key string, names keyNames, owner string, write *stateWrite, style ReleaseStyle) error {
 	var v resp.Value
 	var err error
 	switch {
@@ -73,11 +75,11 @@ func (l *Locker) releaseNow(ctx context.Context, key string, names keyNames, own
 		v, err = run(ctx, l.client, releaseSetScript, true, []string{names.lock, write.key}, owner, write.value, write.ttl)
 	case l.opts.fair:
 		v, err = run(ctx, l.client, fairReleaseScript, true, names.fairKeys(), owner)
-	case l.opts.releaseStyle == ReleasePingEval:
+	case style == ReleasePingEval:
 		v, err = run(ctx, l.client, releaseScript, true, []string{names.lock}, owner)
-	case l.opts.releaseStyle == ReleaseEval:
+	case style == ReleaseEval:
 		v, err = run(ctx, l.client, releaseScript, false, []string{names.lock}, owner)
-	case l.opts.releaseStyle == ReleaseGetDel:
+	case style == ReleaseGetDel:
 		v, err = l.client.Do(ctx, "GETDEL", names.lock)
 		if err == nil {
 			v.Type, v.Int = resp.Integer, 0

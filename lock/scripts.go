@@ -25,12 +25,13 @@ func newScript(src string) script {
 // The fast mode's requests. A waiter asks for the lock by setting the
 // wanted flag to its owner token (and publishing on the flag's name as a
 // channel), for a holder that keeps the lock between writes to let go (see
-// package manager). The flag stays until its waiter acquires or withdraws,
-// or its TTL ends: a holder that takes the lock again first still sees it.
-// An owner that acquires politely (LockThenPolitely) lets the asker go
-// first when it finds the lock free, and waits next in line: the next key
-// holds its token until the asker acquires, when it becomes the flag, so
-// that the asker in turn is asked to let go.
+// package manager). The flag is one slot: the latest asker's. It stays
+// until that waiter acquires or withdraws, or its TTL ends, so a holder
+// that takes the lock again first still sees it. An owner that acquires
+// politely (LockThenPolitely) lets the asker go first when it finds the
+// lock free, and waits next in line: the next key holds its token until
+// the asker acquires, when it becomes the flag (without a publish: the new
+// holder reads the flag), so that the asker in turn is asked to let go.
 //
 // fastPrelude defines answered(owner): owner acquired, or gave up, so its
 // requests are answered; unless another owner's request stands, the owner
@@ -91,8 +92,10 @@ return -1 - ttl
 `)
 
 // withdrawScript takes back the requests of a waiter that gave up, so that
-// a holder is not asked to let go, nor a polite owner kept waiting, for
-// nobody. KEYS: lock, fence, wanted, next. ARGV: owner.
+// a holder is not asked to let go for nobody. A polite owner waiting
+// behind the request becomes the one asking, but is not woken: it takes
+// the lock when its grace ends. KEYS: lock, fence, wanted, next. ARGV:
+// owner.
 var withdrawScript = newScript(fastPrelude + `
 answered(ARGV[1])
 return 1

@@ -31,9 +31,10 @@ func (l *Locker) LockThen(ctx context.Context, key string, cmds ...[]string) (*L
 	return l.lockThen(ctx, key, mannerPlain, cmds)
 }
 
-// LockThenPolitely is LockThen for an owner that has just let the lock go
-// because another owner asked for it, and means to take it again: a holder
-// that keeps the lock between writes (package manager). In fast mode, when
+// LockThenPolitely is LockThen for an owner that keeps the lock between
+// writes and lets it go when another owner asks (package manager, with
+// hold): having let go, it must not take the lock straight back. In fast
+// mode, when
 // it finds the lock free but asked for by a waiter, it does not take it:
 // it waits next in line, and the waiter, on acquiring, finds the lock
 // asked for in turn (ExtendSetting reports it). If the waiter has not
@@ -41,6 +42,9 @@ func (l *Locker) LockThen(ctx context.Context, key string, cmds ...[]string) (*L
 // 100ms), the polite owner takes it anyway: the waiter may have gone. In fair mode the queue already
 // orders owners, and LockThenPolitely is LockThen.
 func (l *Locker) LockThenPolitely(ctx context.Context, key string, cmds ...[]string) (*Lease, []resp.Value, error) {
+	if l.opts.politeGrace == 0 {
+		return l.lockThen(ctx, key, mannerPlain, cmds)
+	}
 	return l.lockThen(ctx, key, mannerPolite, cmds)
 }
 
@@ -136,9 +140,8 @@ var ErrWanted = errors.New("lock: another owner asked for the lock; nothing writ
 // ExtendSetting sets stateKey (see StateKey) to value with the TTL
 // stateTTL and extends the lock to the Locker's TTL, in one script, only if
 // this lease still owns the lock: the write-back of a holder that keeps the
-// lock between writes. It reports whether another owner has asked for the
-// lock since this lease acquired it (see WantedChannel), so that the holder
-// lets go. With refuseIfWanted set, such a request makes it write nothing
+// lock between writes. It reports whether another owner's request for the
+// lock stands (see WantedChannel), so that the holder lets go. With refuseIfWanted set, such a request makes it write nothing
 // and return ErrWanted instead. If the lease no longer owns the lock,
 // nothing is written and the error matches ErrNotHeld.
 func (ls *Lease) ExtendSetting(ctx context.Context, stateKey, value string, stateTTL time.Duration, refuseIfWanted bool) (wanted bool, err error) {
@@ -184,8 +187,8 @@ func (ls *Lease) ExtendSetting(ctx context.Context, stateKey, value string, stat
 // holdWriteScript writes state and extends the lock if the caller owns it.
 // KEYS: lock, state, wanted. ARGV: owner, value, state TTL ms, lock TTL ms,
 // and "1" to refuse when asked. Returns -1 if not held; 2 if asked and
-// refusing (nothing written); else 1 if asked, 0 if not. The request stays
-// until the next owner acquires.
+// refusing (nothing written); else 1 if asked, 0 if not. The request is
+// left standing: it is answered when its owner acquires.
 var holdWriteScript = newScript(`
 if redis.call('get', KEYS[1]) ~= ARGV[1] then return -1 end
 local asked = redis.call('exists', KEYS[3])
@@ -197,8 +200,11 @@ return asked
 
 // WantedChannel is the channel on which waiters for key ask its holder to
 // let go: every failed attempt of a Lock in fast mode, and every new queue
-// entry in fair mode, publishes on it (and sets a flag that ExtendSetting
-// reads).
+// entry in fair mode, publishes on it, and sets a flag of the same name
+// that ExtendSetting reads. A request can also stand with no publish of
+// its own (it predates the acquire, or a polite owner's request took the
+// place of the one answered), so a holder that subscribes should read the
+// flag (EXISTS) once subscribed.
 func (l *Locker) WantedChannel(key string) string { return l.keyNames(key).wanted }
 
 // Subscriber is the Locker's subscriber, for callers who watch channels

@@ -205,9 +205,10 @@ func (m *Manager[T]) startWatcher(token string, h *holding, lease *lock.Lease) b
 func (m *Manager[T]) watch(token string, h *holding, lease *lock.Lease) {
 	defer m.watchers.Done()
 	var wanted <-chan struct{}
+	unwatch := func() {}
 	channel := m.locker.WantedChannel(token)
 	if w, err := m.locker.Subscriber().WatchChannel(m.closed, channel); err == nil {
-		defer w.Close()
+		unwatch = w.Close
 		wanted = w.Wake()
 		// A waiter that asked before the subscription was in place left
 		// the flag; the next write would see it, but there may be none.
@@ -236,6 +237,10 @@ func (m *Manager[T]) watch(token string, h *holding, lease *lock.Lease) {
 		}
 		break
 	}
+	// Stop listening before waiting for the slot: requests heard from now
+	// on are for the next hold, whose own watcher reads the flag, and a
+	// wake-up left pending here would be handed to that watcher.
+	unwatch()
 	// Let go after the modification in progress, if any.
 	h.slot <- struct{}{}
 	if h.lease == lease {
