@@ -17,8 +17,12 @@ type holding struct {
 	slot  chan struct{} // capacity 1: taken by whoever uses lease and data
 	lease *lock.Lease   // guarded by slot: nil when not holding
 	data  []byte        // guarded by slot: the state last written
-	touch chan struct{} // capacity 1: a modification restarts the hold's clock
-	yield atomic.Bool   // a waiter asked: the next user of the slot lets go
+	// lastWrite is when the last modification was written, in
+	// nanoseconds since the Manager's epoch: the hold runs from there.
+	// The watcher reads it when its timer fires rather than being woken
+	// by every modification, which would cost a goroutine wake-up each.
+	lastWrite atomic.Int64
+	yield     atomic.Bool // a waiter asked: the next user of the slot lets go
 }
 
 // modifyHolding is Modify with hold: local calls for one token take turns
@@ -124,10 +128,7 @@ func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, le
 		m.letGo(ctx, h)
 		return nil
 	}
-	select {
-	case h.touch <- struct{}{}:
-	default:
-	}
+	h.lastWrite.Store(m.sinceEpoch())
 	return nil
 }
 
@@ -158,7 +159,7 @@ func (m *Manager[T]) use(token string) (*holding, error) {
 	}
 	h := m.holds[token]
 	if h == nil {
-		h = &holding{slot: make(chan struct{}, 1), touch: make(chan struct{}, 1)}
+		h = &holding{slot: make(chan struct{}, 1)}
 		m.holds[token] = h
 	}
 	h.users++
@@ -222,16 +223,11 @@ func (m *Manager[T]) watch(token string, h *holding, lease *lock.Lease) {
 		select {
 		case <-wanted:
 			h.yield.Store(true)
-		case <-h.touch:
-			if !timer.Stop() {
-				select {
-				case <-timer.C:
-				default:
-				}
-			}
-			timer.Reset(m.hold)
-			continue
 		case <-timer.C:
+			if left := m.hold - time.Duration(m.sinceEpoch()-h.lastWrite.Load()); left > 0 {
+				timer.Reset(left) // written since: the hold runs on
+				continue
+			}
 		case <-lease.Done():
 		case <-m.closed.Done():
 		}

@@ -31,6 +31,7 @@ type Manager[T any] struct {
 	hold   time.Duration
 	err    error // a bad option, reported by every call
 
+	epoch    time.Time       // the origin of holding.lastWrite, on the monotonic clock
 	closed   context.Context // ends at Close: holds let go
 	close    context.CancelFunc
 	watchers sync.WaitGroup // one goroutine per hold in progress
@@ -48,7 +49,7 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 	}
 	m := &Manager[T]{
 		locker: l, codec: JSON[T]{}, prefix: s.prefix, ttl: s.ttl, hold: s.hold,
-		holds: map[string]*holding{},
+		holds: map[string]*holding{}, epoch: time.Now(),
 	}
 	m.closed, m.close = context.WithCancel(context.Background())
 	if s.codec != nil {
@@ -68,6 +69,9 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 	}
 	return m
 }
+
+// sinceEpoch is the time now, for holding.lastWrite.
+func (m *Manager[T]) sinceEpoch() int64 { return int64(time.Since(m.epoch)) }
 
 // Key is where the state of token lives.
 func (m *Manager[T]) Key(token string) string { return lock.StateKey(m.prefix, token, ":state") }
