@@ -8,9 +8,11 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 )
 
@@ -19,7 +21,8 @@ import (
 // impl=raw writes and reads in the calling goroutine; impl=handoff reads in
 // a second goroutine that hands each reply to the caller over a channel,
 // the least that any connection with a dedicated reader goroutine pays.
-// Compare them with
+// impl=conn-spin is Conn.Do with callers that spin for their reply
+// (WithSpinWait). Compare them with
 //
 //	benchstat -col /impl
 func BenchmarkDo(b *testing.B) {
@@ -54,17 +57,27 @@ func BenchmarkDo(b *testing.B) {
 			}
 		}
 	})
-	b.Run("impl=conn", func(b *testing.B) {
-		c := dial(b, srv.Addr)
-		ctx := context.Background()
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := c.Do(ctx, "PING"); err != nil {
-				b.Fatal(err)
+	for _, impl := range []string{"conn", "conn-spin"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			var opts []conn.Option
+			if impl == "conn-spin" {
+				opts = append(opts, conn.WithSpinWait(benchSpinWait))
 			}
-		}
-	})
+			c := dial(b, srv.Addr, opts...)
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := c.Do(ctx, "PING"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }
+
+// benchSpinWait is the spin wait (WithSpinWait) the benchmarks try: about
+// two loopback round trips on the machines measured.
+const benchSpinWait = 100 * time.Microsecond
 
 // BenchmarkDoParallel measures PING throughput on one Conn from 1 and from
 // 64 goroutines; coalesced writes are what make the second faster. Compare

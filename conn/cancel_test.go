@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 )
 
@@ -18,7 +19,12 @@ import (
 // checks that every later reply belongs to its own command.
 func TestCancelledCallsLeaveTheConnectionInStep(t *testing.T) {
 	srv := redistest.Start(t)
-	c := dial(t, srv.Addr)
+	forWaits(t, func(t *testing.T, opts ...conn.Option) {
+		cancelCallsAtRandom(t, dial(t, srv.Addr, opts...))
+	})
+}
+
+func cancelCallsAtRandom(t *testing.T, c *conn.Conn) {
 	ctx := context.Background()
 
 	var wg sync.WaitGroup
@@ -62,11 +68,21 @@ func TestCancelledCallsLeaveTheConnectionInStep(t *testing.T) {
 }
 
 func TestCancelReturnsPromptlyWhileTheServerStalls(t *testing.T) {
+	forWaits(t, func(t *testing.T, opts ...conn.Option) {
+		// A spin wait far longer than the test: the context must end it.
+		if len(opts) > 0 {
+			opts = append(opts, conn.WithSpinWait(time.Hour))
+		}
+		cancelWhileTheServerStalls(t, opts...)
+	})
+}
+
+func cancelWhileTheServerStalls(t *testing.T, opts ...conn.Option) {
 	fake := redistest.NewFake(t, func(s *redistest.Session) {
 		s.Expect("PING")
 		s.Stall()
 	})
-	c := dial(t, fake.Addr)
+	c := dial(t, fake.Addr, opts...)
 	ctx, cancel := context.WithCancel(context.Background())
 	errs := make(chan error, 1)
 	go func() {

@@ -90,6 +90,9 @@ func (c *Conn) DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, err
 // wait blocks until the call is settled or ctx ends. A caller that gives up
 // leaves its call queued: the reader still consumes and drops its replies.
 func (c *Conn) wait(ctx context.Context, cl *call) error {
+	if c.opts.spinWait > 0 {
+		spinUntilSettled(ctx, cl, c.opts.spinWait)
+	}
 	select {
 	case <-cl.done:
 	case <-ctx.Done():

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -22,6 +23,14 @@ func dial(t testing.TB, addr string, opts ...conn.Option) *conn.Conn {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// forWaits runs test once with callers that sleep until their reply comes
+// (the default) and once with callers that spin for it first
+// (WithSpinWait).
+func forWaits(t *testing.T, test func(t *testing.T, opts ...conn.Option)) {
+	t.Run("wait=sleep", func(t *testing.T) { test(t) })
+	t.Run("wait=spin", func(t *testing.T) { test(t, conn.WithSpinWait(200*time.Microsecond)) })
 }
 
 // wireLog records what a tap sees, one entry per socket Write or Read.

@@ -24,6 +24,7 @@ type options struct {
 	readerOptions      []resp.ReaderOption
 	minBackoff         time.Duration
 	maxBackoff         time.Duration
+	spinWait           time.Duration
 }
 
 func defaultOptions() options {
@@ -95,6 +96,17 @@ func WithPushHandler(fn func(resp.Value)) Option { return func(o *options) { o.p
 func WithReaderOptions(opts ...resp.ReaderOption) Option {
 	return func(o *options) { o.readerOptions = append(o.readerOptions, opts...) }
 }
+
+// WithSpinWait makes a caller waiting for a reply spin for up to d before
+// it goes to sleep. A reply that comes within d is then taken without the
+// caller being woken by the reader goroutine, a wake-up that can cost more
+// than a loopback round trip on a virtual machine (see the README's
+// figures). The price is CPU: a spinning caller keeps a core busy for up
+// to d per call, so it pays only where cores are idle and round trips are
+// short. Callers spin only when GOMAXPROCS is at least 2, and at most
+// GOMAXPROCS/2 of them at once in the process; the others sleep at once.
+// Default: 0, no spinning.
+func WithSpinWait(d time.Duration) Option { return func(o *options) { o.spinWait = d } }
 
 // WithRedialBackoff sets how a Client waits between failed dials: the first
 // redial after a break is immediate, then the wait doubles from min up to

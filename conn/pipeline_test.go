@@ -20,7 +20,12 @@ const releaseScript = `if redis.call('get', KEYS[1]) == ARGV[1] then return redi
 
 func TestConcurrentCallsGetTheirOwnReplies(t *testing.T) {
 	srv := redistest.Start(t)
-	c := dial(t, srv.Addr)
+	forWaits(t, func(t *testing.T, opts ...conn.Option) {
+		concurrentCalls(t, dial(t, srv.Addr, opts...))
+	})
+}
+
+func concurrentCalls(t *testing.T, c *conn.Conn) {
 	ctx := context.Background()
 
 	var wg sync.WaitGroup

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,7 +25,8 @@ import (
 // calling goroutine writes and reads, against the same server in the same
 // run: a bare PING round trip (impl=raw-ping), and the very bytes an
 // uncontended Modify writes, replayed write by write (impl=raw-modify),
-// which is what the server's side of a Modify costs. Compare with
+// which is what the server's side of a Modify costs. The -spin variants
+// have callers spin for their replies (conn.WithSpinWait). Compare with
 //
 //	benchstat -col /impl
 func BenchmarkModify(b *testing.B) {
@@ -40,17 +42,21 @@ func BenchmarkModify(b *testing.B) {
 			}
 		}
 	})
-	for _, mode := range []string{"modify", "held"} {
-		b.Run("impl="+mode, func(b *testing.B) {
+	for _, impl := range []string{"modify", "modify-spin", "held", "held-spin"} {
+		b.Run("impl="+impl, func(b *testing.B) {
 			var opts []manager.Option
-			if mode == "held" {
+			if strings.HasPrefix(impl, "held") {
 				opts = append(opts, manager.WithHold(5*time.Second))
 			}
-			m := newManager(b, openLocker(b, srv), opts...)
+			var lockOpts []lock.Option
+			if strings.HasSuffix(impl, "-spin") {
+				lockOpts = append(lockOpts, lock.WithConnOptions(conn.WithSpinWait(100*time.Microsecond)))
+			}
+			m := newManager(b, openLocker(b, srv, lockOpts...), opts...)
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
-				if err := m.Modify(ctx, "bench-"+mode, increment); err != nil {
+				if err := m.Modify(ctx, "bench-"+impl, increment); err != nil {
 					b.Fatal(err)
 				}
 			}
