@@ -144,14 +144,8 @@ func (ls *Lease) markLost() {
 // returns ErrNotHeld, and the lease ends, if the lock expired or another
 // owner has it.
 func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalid)
-	}
-	if err := checkMillis("TTL", ttl); err != nil {
+	if err := ls.startCall(ctx, "extend", "TTL", ttl); err != nil {
 		return err
-	}
-	if !ls.l.enter() {
-		return fmt.Errorf("lock %q: extend: %w", ls.key, ErrClosed)
 	}
 	defer ls.l.calls.Done()
 	if !ls.isHeld() {
@@ -182,6 +176,22 @@ func (ls *Lease) isHeld() bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	return ls.state == held
+}
+
+// startCall checks the context and the duration (named durationName in
+// errors) of a call of op on the lease, and counts the call in (see
+// Locker.enter): a nil return must be matched by ls.l.calls.Done().
+func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.Duration) error {
+	if ctx == nil {
+		return fmt.Errorf("%w: nil context", ErrInvalid)
+	}
+	if err := checkMillis(durationName, d); err != nil {
+		return err
+	}
+	if !ls.l.enter() {
+		return fmt.Errorf("lock %q: %s: %w", ls.key, op, ErrClosed)
+	}
+	return nil
 }
 
 // Unlock releases the lock. If ctx ends first, Unlock returns its error but

@@ -93,14 +93,8 @@ func (l *Locker) lockThen(ctx context.Context, key, manner string, cmds [][]stri
 // ErrNotHeld. Cancellation behaves as for Unlock: the release and its
 // write complete in the background.
 func (ls *Lease) UnlockSetting(ctx context.Context, stateKey, value string, stateTTL time.Duration) error {
-	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalid)
-	}
-	if err := checkMillis("state TTL", stateTTL); err != nil {
+	if err := ls.startCall(ctx, "unlock", "state TTL", stateTTL); err != nil {
 		return err
-	}
-	if !ls.l.enter() {
-		return fmt.Errorf("lock %q: unlock: %w", ls.key, ErrClosed)
 	}
 	defer ls.l.calls.Done()
 	return ls.unlock(ctx, &stateWrite{key: stateKey, value: value, ttl: strconv.FormatInt(stateTTL.Milliseconds(), 10)})
@@ -145,14 +139,8 @@ var ErrWanted = errors.New("lock: another owner asked for the lock; nothing writ
 // and return ErrWanted instead. If the lease no longer owns the lock,
 // nothing is written and the error matches ErrNotHeld.
 func (ls *Lease) ExtendSetting(ctx context.Context, stateKey, value string, stateTTL time.Duration, refuseIfWanted bool) (wanted bool, err error) {
-	if ctx == nil {
-		return false, fmt.Errorf("%w: nil context", ErrInvalid)
-	}
-	if err := checkMillis("state TTL", stateTTL); err != nil {
+	if err := ls.startCall(ctx, "write", "state TTL", stateTTL); err != nil {
 		return false, err
-	}
-	if !ls.l.enter() {
-		return false, fmt.Errorf("lock %q: write: %w", ls.key, ErrClosed)
 	}
 	defer ls.l.calls.Done()
 	if !ls.isHeld() {

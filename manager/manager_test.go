@@ -123,9 +123,7 @@ func TestAFailingFnWritesNothingAndReleases(t *testing.T) {
 	v, err := m.Get(ctx, "k")
 	require.NoError(t, err)
 	require.Equal(t, 1, v.N)
-	ls, err := l.TryLock(ctx, "k")
-	require.NoError(t, err, "the lock was released")
-	require.NoError(t, ls.Unlock(ctx))
+	requireReleased(t, l, "k")
 }
 
 func TestAPanickingFnReleasesAndPanics(t *testing.T) {
@@ -136,9 +134,7 @@ func TestAPanickingFnReleasesAndPanics(t *testing.T) {
 	require.PanicsWithValue(t, "fn broke", func() {
 		_ = m.Modify(ctx, "k", func(*counter) error { panic("fn broke") })
 	})
-	ls, err := l.TryLock(ctx, "k")
-	require.NoError(t, err, "the lock was released")
-	require.NoError(t, ls.Unlock(ctx))
+	requireReleased(t, l, "k")
 	require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}:state").Int)
 }
 
@@ -155,9 +151,7 @@ func TestUndecodableStateIsReportedAndKept(t *testing.T) {
 	_, err = m.Get(ctx, "k")
 	require.ErrorIs(t, err, manager.ErrUndecodable)
 	require.Equal(t, "not json", srv.Do(t, "GET", "baton:{k}:state").Str)
-	ls, err := l.TryLock(ctx, "k")
-	require.NoError(t, err, "the lock was released")
-	require.NoError(t, ls.Unlock(ctx))
+	requireReleased(t, l, "k")
 }
 
 func TestBadInput(t *testing.T) {
@@ -226,4 +220,12 @@ func TestAnUncontendedModifyIsTwoWrites(t *testing.T) {
 	require.Equal(t, 2, len(writes), "writes: %q", writes)
 	require.True(t, bytes.Contains(writes[0], []byte("EVALSHA")) && bytes.Contains(writes[0], []byte("$3\r\nGET\r\n")), "acquire and load in one write")
 	require.True(t, bytes.HasPrefix(writes[1], []byte("*1\r\n$4\r\nPING\r\n*")), "write-back and release after a PING, in one write")
+}
+
+// requireReleased checks that the lock for key is free, by taking it.
+func requireReleased(t *testing.T, l *lock.Locker, key string) {
+	t.Helper()
+	ls, err := l.TryLock(context.Background(), key)
+	require.NoError(t, err, "the lock was released")
+	require.NoError(t, ls.Unlock(context.Background()))
 }
