@@ -34,13 +34,12 @@ func (l *Locker) LockThen(ctx context.Context, key string, cmds ...[]string) (*L
 // LockThenPolitely is LockThen for an owner that keeps the lock between
 // writes and lets it go when another owner asks (package manager, with
 // hold): having let go, it must not take the lock straight back. In fast
-// mode, when
-// it finds the lock free but asked for by a waiter, it does not take it:
-// it waits next in line, and the waiter, on acquiring, finds the lock
-// asked for in turn (ExtendSetting reports it). If the waiter has not
-// taken the lock within the polite grace (WithPoliteGrace, default
-// 100ms), the polite owner takes it anyway: the waiter may have gone. In fair mode the queue already
-// orders owners, and LockThenPolitely is LockThen.
+// mode, when it finds the lock free but asked for by a waiter, it does not
+// take it: it waits next in line, and the waiter, on acquiring, finds the
+// lock asked for in turn (ExtendSetting reports it). If the waiter has not
+// taken the lock within the polite grace (WithPoliteGrace, default 100ms),
+// the polite owner takes it anyway: the waiter may have gone. In fair mode
+// the queue already orders owners, and LockThenPolitely is LockThen.
 func (l *Locker) LockThenPolitely(ctx context.Context, key string, cmds ...[]string) (*Lease, []resp.Value, error) {
 	if l.opts.politeGrace == 0 {
 		return l.lockThen(ctx, key, mannerPlain, cmds)
