@@ -7,8 +7,19 @@ import (
 	"github.com/batonlock/baton/resp"
 )
 
-// onPush handles a push frame on the connection's reader goroutine. It only
-// signals waiters, so it never blocks.
+// keyspaceChannels begins the name of every keyspace channel, whatever its
+// database. onPush tests for it rather than for the Subscriber's own
+// keyspacePrefix, which New learns only once the reader goroutine that runs
+// onPush has started. The Subscriber subscribes to keyspace channels of
+// its own database alone, so the two tests differ only for a channel that
+// WatchChannel was given, and a message on any keyspace channel names an
+// event all the same.
+const keyspaceChannels = "__keyspace@"
+
+// onPush handles a push frame on the connection's reader goroutine, from
+// the first dial on. It only signals waiters and runs OnRelease hooks,
+// which must not block, so it never blocks; it reads only the fields that
+// New sets before the first dial, and the ones that s.mu guards.
 func (s *Subscriber) onPush(v resp.Value) {
 	if len(v.Elems) != 3 || v.Elems[0].Str != "message" {
 		return // subscribe confirmations and other kinds
@@ -29,7 +40,7 @@ func (s *Subscriber) onPush(v resp.Value) {
 		s.mu.Unlock()
 		return
 	}
-	if strings.HasPrefix(channel, s.keyspacePrefix) {
+	if strings.HasPrefix(channel, keyspaceChannels) {
 		switch payload {
 		case "del", "expired", "evicted":
 		default:

@@ -21,11 +21,15 @@ const minRedialPause = 10 * time.Millisecond
 var ErrClosed = errors.New("subscriber: closed")
 
 // Subscriber holds this process's subscribe-mode connection and its waiters.
+//
+// Three goroutines share it: the callers of its methods, the supervisor
+// (supervise), and the connection's reader, which runs onPush from the
+// first dial on, while New is still setting up.
 type Subscriber struct {
+	// Set by New before the first dial, read-only afterwards, so the
+	// reader goroutine may read them from its start.
 	client          *conn.Client
-	db              int
 	channel         string // this process's directed wake-up channel
-	keyspacePrefix  string // "__keyspace@<db>__:"
 	keyspaceEvents  bool
 	configureEvents bool // turn keyspace events on at every (re)connect
 
@@ -33,6 +37,14 @@ type Subscriber struct {
 	cancel context.CancelFunc
 	kick   chan struct{} // capacity 1: dirty keys await the supervisor
 	done   chan struct{} // closed when the supervisor has returned
+
+	// Set by New after the first dial, since only the handshake settles
+	// the database (an address URL or a conn.WithDB option may name it),
+	// and before New starts the supervisor or returns; read-only
+	// afterwards. The reader goroutine is running by then, so onPush must
+	// never read them.
+	db             int
+	keyspacePrefix string // "__keyspace@<db>__:"
 
 	mu         sync.Mutex
 	keys       map[string][]*Waiter // guarded by mu: local waiters per channel, in arrival order
@@ -64,29 +76,33 @@ func New(ctx context.Context, addr string, opts ...Option) (*Subscriber, error) 
 		subscribed:      map[string]bool{},
 		dirty:           map[string]struct{}{},
 	}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
 	connOpts := append(append([]conn.Option(nil), o.connOptions...), conn.WithRESP3(), conn.WithPushHandler(s.onPush))
 	client, err := conn.NewClient(addr, connOpts...)
 	if err != nil {
+		s.cancel()
 		return nil, fmt.Errorf("subscriber: %w", err)
 	}
 	s.client = client
+	fail := func(err error) (*Subscriber, error) {
+		s.cancel()
+		_ = client.Close() // waits for the reader goroutine, if one started
+		return nil, err
+	}
 	cn, err := client.Conn(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("subscriber: %w", err)
+		return fail(fmt.Errorf("subscriber: %w", err))
 	}
 	s.db = cn.DB()
 	s.keyspacePrefix = "__keyspace@" + strconv.Itoa(s.db) + "__:"
 	if s.configureEvents {
 		if err := ensureKeyspaceEvents(ctx, cn); err != nil {
-			_ = client.Close()
-			return nil, err
+			return fail(err)
 		}
 	}
 	if err := cn.DoPush(ctx, "SUBSCRIBE", s.channel); err != nil {
-		_ = client.Close()
-		return nil, fmt.Errorf("subscriber: subscribing to %s: %w", s.channel, err)
+		return fail(fmt.Errorf("subscriber: subscribing to %s: %w", s.channel, err))
 	}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
 	go s.supervise(cn)
 	return s, nil
 }

@@ -207,3 +207,42 @@ func TestWatchChannelWakesOnAnyMessage(t *testing.T) {
 	w.Close()
 	require.Eventually(t, func() bool { return numsub(t, srv, "wanted:{k}") == 0 }, 5*time.Second, time.Millisecond)
 }
+
+// A message can reach the connection's reader goroutine while New is still
+// setting up: the push handler then runs concurrently with New. Under
+// -race this test catches a field that New writes after the first dial and
+// the handler reads. A message for a key without waiters is dropped.
+func TestAMessageDuringNewIsHandled(t *testing.T) {
+	f := redistest.NewFake(t, func(s *redistest.Session) {
+		if !s.Expect("HELLO", "3") {
+			return
+		}
+		// The handshake's reply and the message in one write, so that the
+		// reader goroutine handles the message while New goes on.
+		message := ">3\r\n" + bulk("message") + bulk("__keyspace@0__:k") + bulk("del")
+		if s.Send("%1\r\n"+bulk("proto")+":3\r\n"+message) != nil {
+			return
+		}
+		args, err := s.ReadCommand()
+		if err != nil || len(args) != 2 || args[0] != "SUBSCRIBE" {
+			t.Errorf("want SUBSCRIBE <channel>, got %q (%v)", args, err)
+			return
+		}
+		if !s.Expect("PING") {
+			return
+		}
+		if s.Send(">3\r\n"+bulk("subscribe")+bulk(args[1])+":1\r\n+PONG\r\n") != nil {
+			return
+		}
+		s.Stall()
+	})
+	s, err := subscriber.New(context.Background(), f.Addr, subscriber.WithKeyspaceEventsConfigured())
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	require.Equal(t, 0, s.DB())
+}
+
+// bulk encodes s as a RESP bulk string, for a fake server's replies.
+func bulk(s string) string {
+	return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n"
+}
