@@ -18,6 +18,6 @@
 // Concurrency: a Subscriber and its Waiters are safe for concurrent use. One
 // supervisor goroutine owns the subscriptions: it sends every SUBSCRIBE and
 // UNSUBSCRIBE, in order, and reconnects. Messages arrive on the
-// connection's reader goroutine, which only signals waiters and never
-// blocks. Close stops the supervisor and the connection and waits for both.
+// connection's reader goroutine, which only signals waiters and runs their
+// OnRelease hooks, which must not block either, so that it never blocks. Close stops the supervisor and the connection and waits for both.
 package subscriber

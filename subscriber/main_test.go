@@ -74,3 +74,22 @@ func numsub(t *testing.T, srv *redistest.Server, channel string) int64 {
 	v := srv.Do(t, "PUBSUB", "NUMSUB", channel)
 	return v.Elems[1].Int
 }
+
+// requireNumsub waits until channel has want subscribers on srv. It polls
+// on the test's goroutine rather than in require.Eventually, whose
+// condition runs on a goroutine of its own, where numsub's t.Fatal must not
+// be called.
+func requireNumsub(t *testing.T, srv *redistest.Server, channel string, want int64) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second) // a loaded CI machine
+	for {
+		got := numsub(t, srv, channel)
+		if got == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has %d subscribers, want %d", channel, got, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}

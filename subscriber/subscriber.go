@@ -46,6 +46,9 @@ type Subscriber struct {
 	db             int
 	keyspacePrefix string // "__keyspace@<db>__:"
 
+	// mu is never held across a call on the connection or a wait on a
+	// channel: onPush takes it on the reader goroutine, which must not
+	// block.
 	mu         sync.Mutex
 	keys       map[string][]*Waiter // guarded by mu: local waiters per channel, in arrival order
 	directed   map[uint64]*Waiter   // guarded by mu

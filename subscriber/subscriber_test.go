@@ -100,7 +100,7 @@ func TestTheLastWaiterLeavingDropsTheSubscription(t *testing.T) {
 	a.Close()
 	require.Equal(t, int64(1), numsub(t, srv, "__keyspace@0__:k"))
 	b.Close()
-	require.Eventually(t, func() bool { return numsub(t, srv, "__keyspace@0__:k") == 0 }, 5*time.Second, time.Millisecond)
+	requireNumsub(t, srv, "__keyspace@0__:k", 0)
 
 	// And a new waiter subscribes again.
 	c := watch(t, s, "k")
@@ -116,7 +116,7 @@ func TestCancelledWatchLeavesNothingBehind(t *testing.T) {
 	cancel()
 	_, err := s.Watch(ctx, "k")
 	require.ErrorIs(t, err, context.Canceled)
-	require.Eventually(t, func() bool { return numsub(t, srv, "__keyspace@0__:k") == 0 }, 5*time.Second, time.Millisecond)
+	requireNumsub(t, srv, "__keyspace@0__:k", 0)
 	w := watch(t, s, "k")
 	release(t, srv, "k")
 	requireWoken(t, w)
@@ -168,7 +168,7 @@ func TestReconnectAfterARestartTurnsKeyspaceEventsOnAgain(t *testing.T) {
 	w := watch(t, s, "k")
 	srv.Restart(t)
 	requireWoken(t, w) // woken by the reconnect
-	require.Eventually(t, func() bool { return numsub(t, srv, "__keyspace@0__:k") == 1 }, 10*time.Second, 5*time.Millisecond)
+	requireNumsub(t, srv, "__keyspace@0__:k", 1)
 	release(t, srv, "k")
 	requireWoken(t, w)
 }
@@ -205,7 +205,7 @@ func TestWatchChannelWakesOnAnyMessage(t *testing.T) {
 	require.Equal(t, int64(1), srv.Do(t, "PUBLISH", "wanted:{k}", "anything").Int)
 	requireWoken(t, w)
 	w.Close()
-	require.Eventually(t, func() bool { return numsub(t, srv, "wanted:{k}") == 0 }, 5*time.Second, time.Millisecond)
+	requireNumsub(t, srv, "wanted:{k}", 0)
 }
 
 // A message can reach the connection's reader goroutine while New is still
@@ -245,4 +245,72 @@ func TestAMessageDuringNewIsHandled(t *testing.T) {
 // bulk encodes s as a RESP bulk string, for a fake server's replies.
 func bulk(s string) string {
 	return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n"
+}
+
+// The database is known only once the handshake has run; keyspace events
+// come on its channels.
+func TestWatchInTheDatabaseTheConnectionSelects(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tt := range []struct {
+		name string
+		addr string
+		opts []subscriber.Option
+	}{
+		{name: "URL", addr: "redis://" + srv.Addr + "/3"},
+		{name: "option", addr: srv.Addr, opts: []subscriber.Option{subscriber.WithConnOptions(conn.WithDB(3))}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx := context.Background()
+			s, err := subscriber.New(ctx, tt.addr, tt.opts...)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, s.Close()) }()
+			require.Equal(t, 3, s.DB())
+			w := watch(t, s, "k")
+			require.Equal(t, int64(1), numsub(t, srv, "__keyspace@3__:k"))
+			sentinel := watch(t, s, "sentinel")
+
+			c, err := conn.Dial(ctx, srv.Addr, conn.WithDB(3))
+			require.NoError(t, err)
+			defer c.Close()
+			do := func(args ...string) {
+				t.Helper()
+				_, err := c.Do(ctx, args...)
+				require.NoError(t, err)
+			}
+			do("SET", "k", "x")
+			do("SET", "sentinel", "x")
+			do("DEL", "sentinel")
+			requireWoken(t, sentinel) // so k's set event has been handled
+			require.False(t, woken(w), "a change that is not a release wakes no one")
+			do("DEL", "k")
+			requireWoken(t, w)
+		})
+	}
+}
+
+// The hook runs on the reader goroutine for a release that wakes its
+// waiter, and may close that waiter: the wake-up then passes on.
+func TestOnReleaseMayCloseItsWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv)
+	called := make(chan struct{}, 1)
+	var first *subscriber.Waiter
+	ready := make(chan struct{})
+	first, err := s.Watch(context.Background(), "k", subscriber.OnRelease(func() {
+		<-ready // closed before any release: never blocks
+		first.Close()
+		called <- struct{}{}
+	}))
+	require.NoError(t, err)
+	close(ready)
+	second := watch(t, s, "k")
+
+	release(t, srv, "k")
+	requireWoken(t, second)
+	select {
+	case <-called:
+	case <-time.After(5 * time.Second):
+		t.Fatal("hook not called")
+	}
+	require.False(t, woken(first))
 }

@@ -15,28 +15,38 @@ var ErrNoKeyspaceEvents = errors.New("subscriber: made without keyspace events")
 // events (Watch) or on its own directed ID (Directed). Close it when done
 // waiting.
 type Waiter struct {
-	s    *Subscriber
-	key  string // the channel watched; "" for a directed waiter
-	id   uint64
-	wake chan struct{} // capacity 1: a pending wake-up
+	// Set when the waiter is made, read-only afterwards.
+	s     *Subscriber
+	key   string // the channel watched; "" for a directed waiter
+	id    uint64
+	wake  chan struct{} // capacity 1: a pending wake-up
+	ready chan struct{} // closed when the subscription is confirmed or failed
 
-	onRelease func() // see OnRelease; set before the waiter is registered
+	// Set by the WatchOptions before the waiter is registered under s.mu,
+	// read-only afterwards; onPush reads it under s.mu.
+	onRelease func()
+
 	message   string // guarded by s.mu: the text of the last directed message
-
-	ready     chan struct{} // closed when the subscription is confirmed or failed
-	err       error         // guarded by s.mu until ready is closed, then read-only
-	confirmed bool          // guarded by s.mu
-	left      bool          // guarded by s.mu
+	err       error  // guarded by s.mu until ready is closed, then read-only
+	confirmed bool   // guarded by s.mu
+	left      bool   // guarded by s.mu
 }
 
 // WatchOption configures one Watch.
 type WatchOption func(*Waiter)
 
 // OnRelease has fn called right after a release event wakes the waiter.
-// fn runs on the connection's reader goroutine, so it must not block; it
-// lets a waiter send its next acquire attempt the moment the release is
+// It lets a waiter send its next acquire attempt the moment the release is
 // heard, without waiting for its own goroutine to be scheduled. It is not
 // called for the other wake-ups (reconnect, Close).
+//
+// fn runs on the connection's reader goroutine, and must not block: until
+// it returns, no other message reaches any waiter of the process and no
+// SUBSCRIBE is confirmed. Making it non-blocking is the caller's job; the
+// Subscriber does not guard against a slow fn. In particular fn must not
+// call Watch, WatchChannel or Subscriber.Close, which wait for that
+// goroutine; Waiter.Close, Wake and TakeMessage are safe, as is sending
+// on a channel that has room.
 func OnRelease(fn func()) WatchOption {
 	return func(w *Waiter) { w.onRelease = fn }
 }
