@@ -30,7 +30,7 @@ const (
 var errPortClash = errors.New("port already in use")
 
 // boot writes the config for s.port and s.tlsPort, runs redis-server and
-// waits until it answers PING. On failure the process has been stopped and
+// waits until it answers PING and, for a cluster, says cluster_state:ok. On failure the process has been stopped and
 // the error quotes the tail of this run's log.
 func (s *Server) boot() (*process, error) {
 	if err := s.writeConf(); err != nil {
@@ -43,6 +43,9 @@ func (s *Server) boot() (*process, error) {
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 	err = waitReady(p, addr, s.password)
+	if err == nil && s.cluster {
+		err = formCluster(p, addr, s.password)
+	}
 	if err == nil {
 		return p, nil
 	}
@@ -119,11 +122,17 @@ func probe(pid int, addr, pass string) (retry bool, err error) {
 
 // infoPID returns the process_id field of an INFO reply, or 0.
 func infoPID(info resp.Value) int {
-	for line := range strings.Lines(info.Str) {
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "process_id:"); ok {
-			pid, _ := strconv.Atoi(v)
-			return pid
+	pid, _ := strconv.Atoi(infoField(info.Str, "process_id"))
+	return pid
+}
+
+// infoField returns the value of the "name:value" line of an INFO or
+// CLUSTER INFO text, or "".
+func infoField(text, name string) string {
+	for line := range strings.Lines(text) {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
 		}
 	}
-	return 0
+	return ""
 }

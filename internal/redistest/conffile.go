@@ -3,6 +3,7 @@ package redistest
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -29,6 +30,13 @@ func (s *Server) writeConf() error {
 	if s.UnixSocket != "" {
 		line("unixsocket %s", quoteConf(s.UnixSocket))
 		line("unixsocketperm 700")
+	}
+	if s.cluster {
+		line("cluster-enabled yes")
+		line("cluster-config-file %s", quoteConf(filepath.Join(s.dir, "nodes.conf")))
+		// A lone node waits this long (500ms at least) after it gets its
+		// slots before it says ok: keep Start quick.
+		line("cluster-node-timeout %d", clusterNodeTimeout.Milliseconds())
 	}
 	if s.tls != nil {
 		line("tls-port %d", s.tlsPort)

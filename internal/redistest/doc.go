@@ -1,7 +1,7 @@
 // Package redistest gives tests of the other baton packages something to
 // talk to: throwaway redis-server processes ([Start]), each on its own
 // loopback ports and temporary directory, optionally with a unix socket and a
-// TLS port; and a scripted fake RESP server ([NewFake]) for the faults a real
+// TLS port, or as a one-node Redis Cluster; and a scripted fake RESP server ([NewFake]) for the faults a real
 // server cannot be made to produce on cue: a reply that never comes, a
 // connection cut mid-exchange, bytes that are not RESP at all. It owns the
 // processes, listeners, connections and temporary files it creates, and

@@ -5,17 +5,19 @@ type Option func(*config)
 
 // config collects what the options ask for before Start acts on it.
 type config struct {
-	lines []string // raw redis.conf lines from WithConfig, in order
-	unix  bool
-	tls   bool
+	lines   []string // raw redis.conf lines from WithConfig, in order
+	unix    bool
+	tls     bool
+	cluster bool
 }
 
 // WithConfig adds raw redis.conf lines, such as `notify-keyspace-events ""`,
 // "io-threads 4" or "requirepass secret". They are written after the
 // defaults that may be overridden (save "", appendonly no) and before the
 // settings the Server's fields depend on (bind, port, unixsocket, tls-*,
-// dir, daemonize, logfile), which therefore cannot be overridden. If a line
-// sets requirepass, Server.Do authenticates with it. Default: no extra lines.
+// dir, daemonize, logfile, and the cluster settings of WithCluster), which
+// therefore cannot be overridden. If a line sets requirepass, Server.Do
+// authenticates with it. Default: no extra lines.
 func WithConfig(lines ...string) Option {
 	return func(c *config) { c.lines = append(c.lines, lines...) }
 }
@@ -32,4 +34,14 @@ func WithUnixSocket() Option {
 // no TLS.
 func WithTLS() Option {
 	return func(c *config) { c.tls = true }
+}
+
+// WithCluster makes the server a one-node Redis Cluster that holds every
+// slot: Start returns once CLUSTER INFO says cluster_state:ok. Its port is
+// at most 55535, since the cluster bus listens 10000 above it, and its
+// nodes.conf is kept in the temporary directory, so that Restart brings
+// back the same node with its slots. Multi-key commands then need keys of
+// one slot, as on any cluster. Default: a plain server.
+func WithCluster() Option {
+	return func(c *config) { c.cluster = true }
 }

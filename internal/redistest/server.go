@@ -45,6 +45,7 @@ type Server struct {
 	logPath  string      // every run appends to it
 	lines    []string    // from WithConfig
 	password string      // from a requirepass line, for Do
+	cluster  bool        // from WithCluster
 	tls      *tlsFiles   // nil without WithTLS
 	tlsConf  *tls.Config // trusts the throwaway CA; nil without WithTLS
 	port     int
@@ -90,6 +91,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 		logPath:  filepath.Join(dir, "redis.log"),
 		lines:    c.lines,
 		password: requirePass(c.lines),
+		cluster:  c.cluster,
 	}
 	if c.unix {
 		s.UnixSocket = filepath.Join(dir, "redis.sock")
@@ -108,7 +110,7 @@ func Start(t testing.TB, opts ...Option) *Server {
 	t.Cleanup(s.Stop)
 
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(2)
+		ports, err := freePorts(2, c.cluster)
 		if err != nil {
 			t.Fatalf("redistest: picking ports: %v", err)
 		}
