@@ -56,6 +56,11 @@ func (p *process) stop() {
 	// Signal fails only when the process has already exited, which is
 	// what stop wants anyway.
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	if resumeSignal != nil {
+		// A process frozen by Server.Pause acts on SIGTERM only once
+		// thawed; thawing a running one does nothing.
+		_ = p.cmd.Process.Signal(resumeSignal)
+	}
 	timer := time.NewTimer(stopGrace)
 	defer timer.Stop()
 	select {

@@ -1,6 +1,13 @@
 package redistest
 
-import "syscall"
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"strconv"
+	"syscall"
+	"time"
+)
 
 // sysProcAttr asks the kernel to kill redis-server when the test binary
 // dies, so that a test binary killed by -timeout or a signal, which runs no
@@ -10,4 +17,32 @@ import "syscall"
 // do.
 func sysProcAttr() *syscall.SysProcAttr {
 	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+}
+
+// waitStopped returns once the kernel reports the process stopped, state T
+// in /proc/<pid>/stat, or fails after timeout. SIGSTOP takes effect when
+// the kernel next schedules the process, not when kill returns.
+func waitStopped(pid int, timeout time.Duration) error {
+	path := "/proc/" + strconv.Itoa(pid) + "/stat"
+	deadline := time.Now().Add(timeout)
+	for {
+		stat, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		// "pid (comm) state ...": comm may hold spaces and parentheses,
+		// so the state follows the last ')'.
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 || i+2 >= len(stat) {
+			return fmt.Errorf("unexpected %s: %q", path, stat)
+		}
+		state := stat[i+2]
+		if state == 'T' {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d still in state %c %v after SIGSTOP", pid, state, timeout)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }

@@ -1,0 +1,14 @@
+//go:build unix
+
+package redistest
+
+import (
+	"os"
+	"syscall"
+)
+
+// pauseSignal and resumeSignal freeze and thaw a process (Server.Pause).
+var (
+	pauseSignal  os.Signal = syscall.SIGSTOP
+	resumeSignal os.Signal = syscall.SIGCONT
+)
