@@ -2,9 +2,8 @@ package lock
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
-	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/batonlock/baton/conn"
@@ -14,86 +13,140 @@ import (
 
 // Lock acquires the lock for key, waiting as long as ctx allows.
 //
-// With no other waiter for key in this process, it tries at once. Otherwise,
-// or if that fails, it registers for the key's release events, tries again
-// (a release between the failed try and the registration is not missed),
-// and then waits for a release or for the holder's TTL to run out,
-// whichever comes first, before each further try. When a release is heard,
-// the next try is sent straight from the subscriber's reader, before this
-// goroutine is even scheduled: the head start the release order gives a
-// waiter is not spent waiting for a CPU.
+// In fast mode, with no other waiter for key in this process, it tries at
+// once. Otherwise, or if that fails, it registers for the key's release
+// events, tries again (a release between the failed try and the
+// registration is not missed) asking the holder to let go, and then waits
+// for a release, a hand-off, or the holder's TTL to run out, whichever
+// comes first, before each further try. When a release is heard, the next
+// try is sent straight from the subscriber's reader, before this goroutine
+// is even scheduled: the head start the release order gives a waiter is
+// not spent waiting for a CPU. In fair mode it queues; see the package
+// doc.
 func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
+	ls, _, err := l.lock(ctx, key, nil)
+	return ls, err
+}
+
+// LockThen acquires the lock for key as Lock does, then runs cmds on the
+// Locker's connection and returns their replies, in order. When the lock
+// is free, and when it is handed over, the commands travel in the same
+// write as the acquire, so lock and load cost one round trip; otherwise
+// they follow in a round trip of their own. If they cannot be run the
+// lease is released and the error returned. Error replies are values, as
+// with conn.Client.DoMulti.
+func (l *Locker) LockThen(ctx context.Context, key string, cmds ...[]string) (*Lease, []resp.Value, error) {
+	return l.lock(ctx, key, cmds)
+}
+
+func (l *Locker) lock(ctx context.Context, key string, cmds [][]string) (*Lease, []resp.Value, error) {
+	if err := l.startAcquire(ctx, key); err != nil {
+		return nil, nil, err
+	}
+	defer l.exit()
+	c := l.newClaim(key)
+	var ls *Lease
+	var replies []resp.Value
+	var err error
+	if l.opts.Fair {
+		ls, replies, err = c.lockFair(ctx, cmds)
+	} else {
+		ls, replies, err = c.lockFast(ctx, cmds)
+	}
+	if err != nil || replies != nil || len(cmds) == 0 {
+		return ls, replies, err
+	}
+	replies, err = l.client.DoMulti(ctx, cmds...)
+	if err != nil {
+		_ = ls.unlock(context.WithoutCancel(ctx), nil)
+		return nil, nil, c.errorf("after acquiring", err)
+	}
+	return ls, replies, nil
+}
+
+// TryLock makes one attempt to acquire the lock for key and returns
+// ErrNotAcquired if another owner holds it. In fair mode a queued waiter
+// counts as a holder: TryLock does not jump the queue.
+func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	if err := l.startAcquire(ctx, key); err != nil {
 		return nil, err
 	}
-	defer l.calls.Done()
-	if l.opts.fair {
-		return l.lockFair(ctx, key)
+	defer l.exit()
+	c := l.newClaim(key)
+	var ls *Lease
+	var err error
+	if l.opts.Fair {
+		ls, _, _, err = c.fairAttempt(ctx, 0, false, nil, 0)
+	} else {
+		ls, _, _, err = c.tryFast(ctx, false, nil)
 	}
-	names := l.keyNames(key)
-	a := attempt{owner: rand.Text(), ask: true, manner: mannerPlain}
-	if !l.sub.Waiting(names.lock) {
-		if ls, _, err := l.tryAcquire(ctx, key, names, a); ls != nil || err != nil {
-			return ls, err
+	if ls == nil && err == nil {
+		return nil, c.errorf("try", ErrNotAcquired)
+	}
+	return ls, err
+}
+
+// startAcquire checks a Lock or TryLock call and counts it in (see enter).
+func (l *Locker) startAcquire(ctx context.Context, key string) error {
+	if err := checkCall(ctx, l.opts.Prefix, key); err != nil {
+		return err
+	}
+	if !l.enter() {
+		return ErrClosed
+	}
+	return nil
+}
+
+// lockFast is Lock in fast mode.
+func (c *claim) lockFast(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
+	if !c.l.sub.Waiting(c.names.lock) {
+		ls, _, replies, err := c.tryFast(ctx, false, cmds)
+		if ls != nil || err != nil {
+			return ls, replies, err
 		}
 	}
-	return l.lockFast(ctx, key, names, a)
+	return c.waitFast(ctx, cmds)
 }
 
-// attempt is how one owner tries for a fast lock.
-type attempt struct {
-	owner  string
-	ask    bool   // a Lock, whose failed attempts ask the holder to let go; not a TryLock
-	manner string // mannerPlain, mannerPolite or mannerPastGrace
-}
+// waitFast is Lock's wait in fast mode: register for the key's releases
+// and for hand-offs, try again asking the holder to let go, and wait
+// between tries.
+func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
+	l := c.l
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(l.closing, cancel)()
 
-func (a attempt) args(ttlArg string) []string {
-	ask := "0"
-	if a.ask {
-		ask = "1"
-	}
-	return []string{a.owner, ttlArg, ask, a.manner}
-}
-
-// lockFast is Lock's wait in fast mode: register for the key's releases,
-// try again, and wait between tries. A polite attempt stays polite until a
-// release is heard or its grace (WithPoliteGrace) has passed.
-func (l *Locker) lockFast(ctx context.Context, key string, names keyNames, a attempt) (*Lease, error) {
-	var graceEnd time.Time
-	afterRelease := a // a release was heard: the asker had its turn
-	if a.manner == mannerPolite {
-		graceEnd = time.Now().Add(min(l.opts.politeGrace, l.opts.ttl))
-		afterRelease.manner = mannerPastGrace
-	}
-	early := &earlyAttempt{l: l, cmd: acquireScript.command(false, names.fastKeys(), afterRelease.args(l.ttlArg)), sent: make(chan sentAttempt, 1)}
-	w, err := l.sub.Watch(ctx, names.lock, subscriber.OnRelease(early.send))
+	handoff, err := l.sub.Directed()
 	if err != nil {
-		l.withdrawInBackground(key, names, a.owner, false)
-		return nil, fmt.Errorf("lock %q: %w", key, err)
+		return nil, nil, c.errorf("wait", err)
+	}
+	defer handoff.Close()
+	c.asker = formatAsker(handoff.ID(), l.sub.Channel())
+	early := &earlyAttempt{l: l, cmd: acquireScript.command(false, c.names.fastKeys(), c.fastArgs(true)), sent: make(chan sentAttempt, 1)}
+	w, err := l.sub.Watch(ctx, c.names.lock, subscriber.OnRelease(early.send))
+	if err != nil {
+		return nil, nil, c.errorf("wait", c.stopReason(ctx, err))
 	}
 	defer w.Close()
 	var timer *time.Timer
 	var sent *sentAttempt
+	var withCmds [][]string // commands ride along with the confirmation of a hand-off
 	for {
-		if a.manner == mannerPolite && !time.Now().Before(graceEnd) {
-			a = afterRelease
-		}
 		var ls *Lease
+		var replies []resp.Value
 		var remaining time.Duration
 		if sent != nil && sent.pending != nil {
-			ls, remaining, err = l.awaitAcquire(ctx, key, names, a, *sent)
+			ls, remaining, err = c.awaitFast(ctx, *sent)
 		} else {
-			ls, remaining, err = l.tryAcquire(ctx, key, names, a)
+			ls, remaining, replies, err = c.tryFast(ctx, true, withCmds)
 		}
-		if err != nil && !mayHaveRun(err) {
-			// acquired withdraws after an attempt that may have run.
-			l.withdrawInBackground(key, names, a.owner, false)
+		if err != nil {
+			c.withdrawInBackground()
+			return nil, nil, err
 		}
-		if ls != nil || err != nil {
-			return ls, err
-		}
-		if a.manner == mannerPolite {
-			remaining = min(remaining, time.Until(graceEnd))
+		if ls != nil {
+			return ls, replies, nil
 		}
 		// A release we did not hear (a notification lost while the
 		// subscriber reconnects, say) is caught when the TTL runs out.
@@ -103,13 +156,12 @@ func (l *Locker) lockFast(ctx context.Context, key string, names keyNames, a att
 		} else {
 			timer.Reset(remaining)
 		}
-		sent = nil
+		sent, withCmds = nil, nil
 		early.armed.Store(true)
-		var stop error
+		stopped := false
 		select {
 		case s := <-early.sent:
 			sent = &s
-			a = afterRelease
 			// The wake-up that came with the hook is spent: left
 			// pending, it would be handed to the next waiter for nothing.
 			select {
@@ -117,110 +169,100 @@ func (l *Locker) lockFast(ctx context.Context, key string, names keyNames, a att
 			default:
 			}
 		case <-w.Wake():
-			a = afterRelease
+		case <-handoff.Wake():
+			withCmds = cmds
 		case <-timer.C:
 		case <-ctx.Done():
-			stop = ctx.Err()
-		case <-l.closing:
-			stop = ErrClosed
+			stopped = true
 		}
 		if sent == nil && !early.armed.CompareAndSwap(true, false) {
 			// The release hook fired meanwhile: its attempt is on its way.
 			s := <-early.sent
 			sent = &s
-			a = afterRelease
 		}
-		if stop != nil {
-			l.withdrawInBackground(key, names, a.owner, sent != nil && sent.pending != nil)
-			return nil, fmt.Errorf("lock %q: %w", key, stop)
+		if stopped {
+			c.withdrawInBackground()
+			return nil, nil, c.errorf("wait", c.stopReason(ctx, ctx.Err()))
 		}
 	}
 }
 
-// TryLock makes one attempt to acquire the lock for key and returns
-// ErrNotAcquired if another owner holds it.
-func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
-	if err := l.startAcquire(ctx, key); err != nil {
-		return nil, err
-	}
-	defer l.calls.Done()
-	var ls *Lease
-	var err error
-	if l.opts.fair {
-		ls, _, err = l.fairAttempt(ctx, key, l.keyNames(key), rand.Text(), 0, false)
-	} else {
-		ls, _, err = l.tryAcquire(ctx, key, l.keyNames(key), attempt{owner: rand.Text(), manner: mannerPlain})
-	}
-	if ls == nil && err == nil {
-		return nil, fmt.Errorf("lock %q: %w", key, ErrNotAcquired)
-	}
-	return ls, err
+// formatAsker is where a hand-off reaches a waiter, as a request names it.
+func formatAsker(waiterID uint64, channel string) string {
+	return strconv.FormatUint(waiterID, 10) + " " + channel
 }
 
-// startAcquire checks a Lock or TryLock call and counts it in (see enter).
-func (l *Locker) startAcquire(ctx context.Context, key string) error {
-	if err := checkCall(ctx, key); err != nil {
-		return err
-	}
-	if !l.enter() {
+// stopReason is ErrClosed when a wait ended because the Locker is closing,
+// and err otherwise.
+func (c *claim) stopReason(ctx context.Context, err error) error {
+	if c.l.closing.Err() != nil {
 		return ErrClosed
 	}
-	return nil
+	return err
 }
 
-// tryAcquire runs the acquire script once. It returns the lease, or how
-// long to wait before trying again: the current holder's remaining TTL.
-func (l *Locker) tryAcquire(ctx context.Context, key string, names keyNames, a attempt) (*Lease, time.Duration, error) {
-	ls, remaining, _, err := l.tryAcquireThen(ctx, key, names, a, nil)
-	return ls, remaining, err
+// fastArgs are the acquire script's ARGV for this claim.
+func (c *claim) fastArgs(ask bool) []string {
+	askArg := "0"
+	if ask {
+		askArg = "1"
+	}
+	return []string{c.owner, c.l.ttlArg, askArg, c.asker, c.l.retentionArg}
 }
 
-// tryAcquireThen is tryAcquire with commands sent in the same write right
-// after the attempt; their replies matter only if the attempt succeeded.
-func (l *Locker) tryAcquireThen(ctx context.Context, key string, names keyNames, a attempt, after [][]string) (*Lease, time.Duration, []resp.Value, error) {
+// tryFast runs the acquire script once, with cmds in the same write. It
+// returns the lease and the commands' replies, or how long to wait before
+// trying again: the current holder's remaining TTL.
+func (c *claim) tryFast(ctx context.Context, ask bool, cmds [][]string) (*Lease, time.Duration, []resp.Value, error) {
 	start := time.Now()
-	v, rest, err := runWith(ctx, l.client, acquireScript, false, names.fastKeys(), a.args(l.ttlArg), after)
-	ls, remaining, err := l.acquired(key, names, a.owner, start, v, err)
+	v, rest, err := runWith(ctx, c.l.client, acquireScript, false, c.names.fastKeys(), c.fastArgs(ask), cmds)
+	ls, remaining, err := c.acquiredFast(start, v, err)
+	if ls == nil {
+		rest = nil
+	}
 	return ls, remaining, rest, err
 }
 
-// awaitAcquire collects the reply of an attempt the release hook sent.
-func (l *Locker) awaitAcquire(ctx context.Context, key string, names keyNames, a attempt, s sentAttempt) (*Lease, time.Duration, error) {
+// awaitFast collects the reply of an attempt the release hook sent.
+func (c *claim) awaitFast(ctx context.Context, s sentAttempt) (*Lease, time.Duration, error) {
 	replies, err := s.pending.Wait(ctx)
 	var v resp.Value
 	if err == nil {
 		v = replies[0]
 		err = v.Err()
 		if errors.Is(err, resp.NoScript) {
-			return l.tryAcquire(ctx, key, names, a) // loads the script
+			ls, remaining, _, err := c.tryFast(ctx, true, nil) // loads the script
+			return ls, remaining, err
 		}
 	}
-	return l.acquired(key, names, a.owner, s.at, v, err)
+	return c.acquiredFast(s.at, v, err)
 }
 
-// acquired reads the acquire script's reply.
-func (l *Locker) acquired(key string, names keyNames, owner string, start time.Time, v resp.Value, err error) (*Lease, time.Duration, error) {
+// acquiredFast reads the acquire script's reply to an attempt sent at
+// start.
+func (c *claim) acquiredFast(start time.Time, v resp.Value, err error) (*Lease, time.Duration, error) {
 	if err != nil {
 		if mayHaveRun(err) {
 			// The script may have taken the lock for an owner who has
 			// gone: undo it, after it on the same connection.
-			l.withdrawInBackground(key, names, owner, true)
+			c.withdrawInBackground()
 		}
-		return nil, 0, fmt.Errorf("lock %q: acquire: %w", key, err)
+		return nil, 0, c.errorf("acquire", err)
 	}
 	if v.Type != resp.Integer {
-		return nil, 0, fmt.Errorf("lock %q: acquire: unexpected reply %s", key, v)
+		c.withdrawInBackground()
+		return nil, 0, c.errorf("acquire", errBadReply)
 	}
 	switch {
 	case v.Int > 0:
-		ls := l.newLease(key, names, owner, uint64(v.Int), start)
+		ls := c.newLease(uint64(v.Int), start, 0)
 		if ls == nil {
-			l.releaseInBackground(key, names, owner)
+			c.releaseInBackground()
 			return nil, 0, ErrClosed
 		}
 		return ls, 0, nil
 	case v.Int == 0: // held with no TTL: look again a TTL from now
-		return nil, l.opts.ttl, nil
+		return nil, c.l.opts.TTL, nil
 	default:
 		return nil, time.Duration(-1-v.Int)*time.Millisecond + time.Millisecond, nil
 	}

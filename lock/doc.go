@@ -1,14 +1,14 @@
 // Package lock is a Redis lock whose waiters hear of a release before the
-// releaser can take the lock back.
+// releaser can take the lock back, and which can hand the lock over in
+// strict FIFO order across processes.
 //
 // A Locker hands out leases on named locks. Acquiring runs one script that
 // sets the lock key (<prefix>{key}) to the lease's 128-bit random owner
-// token with SET NX PX and, on success, increments the lock's fencing
-// counter (<prefix>{key}:fence): the returned count is the lease's fencing
-// token, strictly increasing per key across all clients. Both keys share
-// the hash tag {key}, so the script is valid on Redis Cluster. Every other
-// script (release, extend) compares the owner token before it touches the
-// lock.
+// token with a TTL and issues the lease's fencing token. Every other
+// script (release, extend, write-back) compares the owner token before it
+// touches the lock. All keys of a lock share the hash tag {key}, so every
+// script is valid on Redis Cluster; a key that would break that (one that
+// begins with '}') is refused with ErrInvalid.
 //
 // Fast mode, the default. Waiters in other processes hear of a release
 // through keyspace notifications (package subscriber). The release is PING
@@ -21,83 +21,110 @@
 // problem. A waiter that misses a notification retries when the holder's
 // TTL runs out.
 //
-// Requests. A holder that keeps the lock between writes (package manager,
-// WithHold) must learn that others want it. In fast mode, every failed
-// attempt of a Lock sets the flag <prefix>{key}:wanted to its owner token
-// and publishes on that name as a channel. The flag is one slot, the
-// latest asker's; it stays until that waiter acquires or gives up (it
-// withdraws), or its TTL ends. The holder
-// reads the flag in its write-back script (ExtendSetting) and listens on
-// the channel (WantedChannel), and lets go. Having let go, it acquires
-// again politely (LockThenPolitely): finding the lock free with another's
-// request standing, it does not take it but waits next in line
-// (<prefix>{key}:next). The waiter, on acquiring, finds the polite owner's
-// request in its place, so it is asked to let go in turn. If the waiter
-// does not come within the polite grace (WithPoliteGrace), the polite
-// owner takes the lock and, if it is still the one waiting next, drops the
-// request. A plain Lock takes a free
-// lock whatever the flag says.
+// Requests and hand-offs. A holder that keeps the lock between pieces of
+// work (package manager's hold) must learn that others want it, and must
+// not take it straight back when it lets go. In fast mode every failed
+// attempt of a waiting Lock sets the request <prefix>{key}:wanted to
+// "<owner> <waiter-id> <channel>" and publishes on that name as a channel
+// (Lease.Wanted hears it). The request is one slot, the latest asker's; it
+// stays until that waiter acquires or gives up, or its TTL ends. A holder
+// that commits with keep (Lease.Commit) and finds a request hands the lock
+// to the asker in the same script: it sets the lock to the asker's owner
+// token and publishes the waiter's ID to its process channel. The asker's
+// next attempt finds the lock its own and confirms it. The former holder,
+// asking again, finds the lock held and waits its turn: it cannot take the
+// lock back, whatever the server's write order.
+//
+// Hand-off windows. A lock handed to a waiter (in either mode) is set with
+// a TTL of 500ms, or the lock's TTL if shorter, until the waiter confirms:
+// its confirmation sets its own TTL, and its lease's deadline counts from
+// the moment it sent the confirmation. PUBLISH answers how many
+// subscribers got the message; none means the waiter's process is gone (a
+// process that dies closes its connections, and Redis forgets its
+// subscriptions), and the hand-off goes to the next waiter in the same
+// script. A waiter that is alive but stalled keeps the lock for the window
+// at most.
 //
 // Fair mode (WithFair) makes the order of acquisition a property of the
 // protocol rather than of the server's write order or the scheduler's
-// whims.
-//
-// Keys, all under the lock's hash tag so that every script is valid on
-// Redis Cluster:
+// whims. Keys, all under the lock's hash tag:
 //
 //	<prefix>{key}          the lock: the owner's token, with the owner's TTL
-//	<prefix>{key}:fence    fencing counter
-//	<prefix>{key}:wanted   a request: in fast mode a waiter's owner token, in fair mode "1"
-//	<prefix>{key}:next     fast mode: a polite owner waiting behind the request
-//	<prefix>{key}:queue    sorted set of queued owners, scored by arrival
-//	<prefix>{key}:waiters  hash: owner -> "<deadline-ms> <ttl-ms> <waiter-id> <channel>"
-//	<prefix>{key}:seq      arrival counter
+//	<prefix>{key}:fence    the last fencing token handed out
+//	<prefix>{key}:wanted   fast mode: the latest request; in both modes, the channel of requests
+//	<prefix>{key}:queue    fair mode: sorted set of queued owners, scored by arrival
+//	<prefix>{key}:waiters  fair mode: hash: owner -> "<deadline-ms> <waiter-id> <channel>"
+//	<prefix>{key}:seq      fair mode: arrival counter
 //
-// Acquire (one script). If the caller already owns the lock (it was handed
-// over and the message was lost), it says so with the current fencing
-// token. If the lock is free, the first live queued waiter is promoted (see
-// below) and the caller takes the lock only if nobody was queued. Otherwise
-// the caller is queued: a new entry gets the next arrival number, an
-// existing one just has its deadline pushed back.
+// Acquire (one script). If the lock was handed to the caller, it confirms
+// it. If the lock is free, the first live queued waiter is offered it and
+// the caller takes it only if nobody was queued. Otherwise the caller is
+// queued: a new entry gets the next arrival number, an existing one has
+// its deadline pushed back.
 //
 // Release (one script, sent as PING + EVALSHA). It takes the caller out of
-// the queue and, if the caller owns the lock, promotes: it pops queue
-// entries in arrival order, dropping those past their deadline, and makes
-// the first live one the owner (SET with that waiter's own TTL), increments
-// the fencing counter, and publishes "<waiter-id> <fence>" to that waiter's
-// process channel. With nobody to promote, it deletes the lock. A waiter
-// that gives up runs the same script.
+// the queue and, if the caller owns the lock, offers it: it pops queue
+// entries in arrival order, dropping those past their deadline and those
+// whose process no longer listens, and hands the lock to the first live
+// one. With nobody to hand it to, it deletes the lock. A waiter that gives
+// up runs the same script.
 //
 // Why each property holds:
 //
 //   - Arrival order: the arrival number comes from INCR inside the script
 //     that queues, so it is the order in which the requests reached the
-//     server; promotion always takes the lowest.
+//     server; a hand-off always takes the lowest.
 //   - Direct hand-off: the release script itself makes the head the owner;
 //     the lock is never free in between, so the releaser, or anyone else,
-//     cannot take it back. The published fence tells the new owner it owns
-//     the lock, with no further round trip.
-//   - The releaser waits its turn: asking again, it finds the lock held (by
-//     the head it just promoted) or others queued, and is queued behind
-//     them.
+//     cannot take it back.
 //   - No herd: one PUBLISH to the head's process channel, naming one waiter
 //     ID; the subscriber wakes that waiter alone.
-//   - A vanished waiter does not stall the queue: its entry's deadline is
-//     pushed back only by its own renewals, every third of the queue lease,
-//     so it is skipped at hand-off once the lease has run out. Handed the
-//     lock just as it died, it holds it for its TTL at most: a later acquire
-//     attempt by any waiter finds the lock free and promotes the next.
+//   - A dead waiter does not stall the queue: a process that died is
+//     skipped at hand-off, in the release script; one that stopped without
+//     dying keeps the lock for the hand-off window at most, and its queue
+//     entry until its queue lease runs out (WithQueueLease).
 //   - Cancellation: a waiter that gives up runs the release script, which
 //     removes its entry and, if a hand-off reached it in the meantime,
 //     passes the lock on at once.
 //   - A lost publish (the subscriber was reconnecting): every waiter runs
 //     the acquire script again after a reconnect and every third of the
-//     queue lease; a waiter that owns the lock learns it there.
+//     queue lease; a waiter that was handed the lock confirms it there.
 //   - Any server with EVAL and PUBLISH/SUBSCRIBE: no keyspace notification
 //     and no particular reply order is relied on.
 //
+// The guarantees, and what they rest on:
+//
+//   - Mutual exclusion by lease: a lease's local deadline is never later
+//     than the lock's expiry in Redis. Every lease counts its TTL from a
+//     moment before its acquire (or confirmation, or extension) was sent,
+//     with the TTL the server got (TTLs are sent rounded up to the
+//     millisecond). This rests on the client's and the server's clocks
+//     running at the same rate, and on the server not evicting keys: Open
+//     refuses an evicting maxmemory-policy (WithEvictionAllowed). A
+//     restart without persistence, or a failover to a replica that had not
+//     received the lock, loses every lock: a second owner can then acquire
+//     while the first lease is open. Fencing tokens are the defence.
+//   - Errors tell the truth about writes: an error matching ErrNotHeld
+//     means the server wrote nothing; an outcome the client cannot know
+//     (the connection broke with the command in flight) is an error
+//     matching conn.UncertainError. The server's reply decides, not a
+//     local timer that fired meanwhile.
+//   - Fencing tokens strictly increase per key, from every client: each is
+//     one more than the last one handed out, and never less than the
+//     server's clock in microseconds since the epoch. So they keep
+//     increasing across a restart without persistence, a restart from an
+//     old snapshot, and a counter that expired (WithFenceRetention): this
+//     rests on the server's clock not going back. A clock set back by more
+//     than the time since the last acquisition, while the counter is gone,
+//     can repeat tokens.
+//   - Nothing is left behind: every key has a TTL. The lock has its
+//     holder's, a request its asker's, the counter the fence retention,
+//     and the queue keys the queue lease.
+//
 // Concurrency: a Locker and its Leases are safe for concurrent use. The
-// Locker owns two kinds of goroutines and waits for both in Close: releases
-// that outlive a caller who stopped waiting, and one watchdog per lease
-// when WithAutoExtend is on. Callers of Lock wait in their own goroutine.
+// Locker owns its background goroutines and waits for them in Close:
+// releases that outlive a caller who stopped waiting, a watchdog per lease
+// with WithAutoExtend, the timer that ends a lease at its deadline once
+// Done was called, and the listener behind Wanted. Callers of Lock wait in
+// their own goroutine. Close ends in bounded time (see Close).
 package lock

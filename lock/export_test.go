@@ -1,6 +1,12 @@
 package lock
 
-import "context"
+import (
+	"time"
+
+	"context"
+
+	"github.com/batonlock/baton/internal/lockconf"
+)
 
 // The scripts' sources, for the benchmark baseline that runs them on a bare
 // connection.
@@ -13,18 +19,31 @@ var (
 // fencing token handed out when it queued, and whether it queued at all.
 func QueuedAfter(ls *Lease) (uint64, bool) { return ls.queuedAfter, ls.queuedAfter != 0 }
 
-// TryLockAs makes one attempt for key as a Lock would, with the owner token
-// given: when the lock is held it asks for it, and when it succeeds it
-// answers its own request. Tests play a waiter with it whose moves they
-// time themselves.
-func TryLockAs(ctx context.Context, l *Locker, key, owner string) (*Lease, error) {
+// WithReleaseStyle picks the release style, for the tests that compare
+// them.
+func WithReleaseStyle(s lockconf.ReleaseStyle) Option { return Option(lockconf.WithReleaseStyle(s)) }
+
+// AskAs makes one attempt for key in fast mode as a waiting Lock would,
+// with the owner token given, asking the holder to let go; waiterID and
+// channel say where a hand-off reaches it. Tests play a waiter with it
+// whose moves they time themselves.
+func AskAs(ctx context.Context, l *Locker, key, owner string, waiterID uint64, channel string) (*Lease, error) {
 	if err := l.startAcquire(ctx, key); err != nil {
 		return nil, err
 	}
-	defer l.calls.Done()
-	ls, _, err := l.tryAcquire(ctx, key, l.keyNames(key), attempt{owner: owner, ask: true, manner: mannerPlain})
+	defer l.exit()
+	c := &claim{l: l, key: key, names: l.keyNames(key), owner: owner}
+	c.asker = formatAsker(waiterID, channel)
+	ls, _, _, err := c.tryFast(ctx, true, nil)
 	if ls == nil && err == nil {
 		return nil, ErrNotAcquired
 	}
 	return ls, err
+}
+
+// Deadline is when the lease ends by this process's clock unless extended.
+func Deadline(ls *Lease) time.Time {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	return ls.deadline
 }

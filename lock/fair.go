@@ -2,81 +2,56 @@ package lock
 
 import (
 	"context"
-	"crypto/rand"
-	"fmt"
 	"strconv"
 	"time"
 
 	"github.com/batonlock/baton/resp"
-	"github.com/batonlock/baton/subscriber"
 )
 
-// lockFair queues for the lock and waits to be handed it. The hand-off
-// arrives as a directed message carrying the fencing token; the same
+// lockFair queues for the lock and waits to be handed it. A hand-off
+// arrives as a directed message; the attempt it prompts confirms the
+// offer (with cmds in the same write) and gets the fencing token. The same
 // attempt, repeated every third of the queue lease and after a reconnect,
-// renews the place in the queue and catches a hand-off whose message was
+// renews the place in the queue and catches an offer whose message was
 // lost.
-func (l *Locker) lockFair(ctx context.Context, key string) (*Lease, error) {
-	ls, _, err := l.lockFairThen(ctx, key, nil)
-	return ls, err
-}
-
-// lockFairThen is lockFair with commands sent in the same write as the
-// first attempt. It returns their replies if that attempt took the lock,
-// and nil replies otherwise.
-func (l *Locker) lockFairThen(ctx context.Context, key string, after [][]string) (*Lease, []resp.Value, error) {
-	names := l.keyNames(key)
-	owner := rand.Text()
+func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
+	l := c.l
 	w, err := l.sub.Directed()
 	if err != nil {
-		return nil, nil, fmt.Errorf("lock %q: %w", key, err)
+		return nil, nil, c.errorf("wait", err)
 	}
 	defer w.Close()
-	ls, seen, replies, err := l.fairAttemptThen(ctx, key, names, owner, w.ID(), true, after)
+	ls, queuedAfter, replies, err := c.fairAttempt(ctx, w.ID(), true, cmds, 0)
 	if ls != nil || err != nil {
 		return ls, replies, err
 	}
-	ls, err = l.waitFair(ctx, key, names, owner, w, seen)
-	return ls, nil, err
-}
-
-// waitFair waits, queued, for the hand-off, renewing the queue entry.
-// queuedAfter is the last fencing token handed out when the caller queued.
-func (l *Locker) waitFair(ctx context.Context, key string, names keyNames, owner string, w *subscriber.Waiter, queuedAfter uint64) (*Lease, error) {
 	var timer *time.Timer
 	for {
 		if timer == nil {
-			timer = time.NewTimer(l.opts.queueLease / 3)
+			timer = time.NewTimer(l.opts.QueueLease / 3)
 			defer timer.Stop()
 		} else {
-			timer.Reset(l.opts.queueLease / 3)
+			timer.Reset(l.opts.QueueLease / 3)
 		}
+		var withCmds [][]string
 		select {
 		case <-w.Wake():
-			if fence, ok := handedFence(w.TakeMessage()); ok {
-				ls, err := l.handedLease(key, names, owner, fence)
-				if ls != nil {
-					ls.queuedAfter = queuedAfter
-				}
-				return ls, err
-			}
-			// A reconnect: the hand-off may have been missed; look.
+			// An offer (or a reconnect, after which one may have been
+			// missed): confirm it, with the commands.
+			withCmds = cmds
 		case <-timer.C:
 		case <-ctx.Done():
-			// Leave the queue, and pass on a hand-off that raced the
+			// Leave the queue, and pass on an offer that raced the
 			// cancel.
-			l.releaseInBackground(key, names, owner)
-			return nil, fmt.Errorf("lock %q: %w", key, ctx.Err())
-		case <-l.closing:
-			l.releaseInBackground(key, names, owner)
-			return nil, fmt.Errorf("lock %q: %w", key, ErrClosed)
+			c.releaseInBackground()
+			return nil, nil, c.errorf("wait", ctx.Err())
+		case <-l.closing.Done():
+			c.releaseInBackground()
+			return nil, nil, c.errorf("wait", ErrClosed)
 		}
-		ls, seen, err := l.fairAttempt(ctx, key, names, owner, w.ID(), true)
+		ls, seen, replies, err := c.fairAttempt(ctx, w.ID(), true, withCmds, queuedAfter)
 		if ls != nil || err != nil {
-			if ls != nil {
-				ls.queuedAfter = queuedAfter
-			}
-			return ls, err
+			return ls, replies, err
 		}
 		if queuedAfter == 0 {
 			queuedAfter = seen
@@ -84,72 +59,51 @@ func (l *Locker) waitFair(ctx context.Context, key string, names keyNames, owner
 	}
 }
 
-// fairAttempt runs the fair acquire script once: it takes the lock if it is
-// free and nobody is queued, and otherwise queues the caller (when queue
-// is set) or renews its place.
-// It also returns, when not acquired, the last fencing token handed out.
-func (l *Locker) fairAttempt(ctx context.Context, key string, names keyNames, owner string, id uint64, queue bool) (*Lease, uint64, error) {
-	ls, seen, _, err := l.fairAttemptThen(ctx, key, names, owner, id, queue, nil)
-	return ls, seen, err
-}
-
-// fairAttemptThen is fairAttempt with commands sent in the same write right
-// after the attempt; their replies matter only if the attempt succeeded.
-func (l *Locker) fairAttemptThen(ctx context.Context, key string, names keyNames, owner string, id uint64, queue bool, after [][]string) (*Lease, uint64, []resp.Value, error) {
+// fairAttempt runs the fair acquire script once, with cmds in the same
+// write: it takes the lock if it is free and nobody is queued, confirms an
+// offer made to the caller, and otherwise queues the caller (when queue is
+// set) or renews its place. When not acquired it also returns the last
+// fencing token handed out; queuedAfter is recorded on a lease it grants.
+func (c *claim) fairAttempt(ctx context.Context, id uint64, queue bool, cmds [][]string, queuedAfter uint64) (*Lease, uint64, []resp.Value, error) {
+	l := c.l
 	queueArg := "0"
 	if queue {
 		queueArg = "1"
 	}
 	start := time.Now()
-	v, rest, err := runWith(ctx, l.client, fairAcquireScript, false, names.fairKeys(),
-		[]string{owner, l.ttlArg, strconv.FormatUint(id, 10), l.sub.Channel(), l.queueLeaseArg, queueArg}, after)
-	ls, seen, err := l.fairAcquired(key, names, owner, start, v, err)
+	v, rest, err := runWith(ctx, l.client, fairAcquireScript, false, c.names.fairKeys(),
+		[]string{c.owner, l.ttlArg, strconv.FormatUint(id, 10), l.sub.Channel(), l.queueLeaseArg, queueArg, l.retentionArg, l.windowArg}, cmds)
+	ls, seen, err := c.fairAcquired(start, v, err, queuedAfter)
+	if ls == nil {
+		rest = nil
+	}
 	return ls, seen, rest, err
 }
 
-// fairAcquired reads the fair acquire script's reply.
-func (l *Locker) fairAcquired(key string, names keyNames, owner string, start time.Time, v resp.Value, err error) (*Lease, uint64, error) {
+// fairAcquired reads the fair acquire script's reply, checking its shape:
+// {1, token > 0} or {0, PTTL, last token >= 0}.
+func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAfter uint64) (*Lease, uint64, error) {
 	if err != nil {
 		if mayHaveRun(err) {
-			l.releaseInBackground(key, names, owner)
+			c.releaseInBackground()
 		}
-		return nil, 0, fmt.Errorf("lock %q: acquire: %w", key, err)
+		return nil, 0, c.errorf("acquire", err)
 	}
-	if len(v.Elems) < 2 || v.Elems[0].Type != resp.Integer || v.Elems[1].Type != resp.Integer {
-		return nil, 0, fmt.Errorf("lock %q: acquire: unexpected reply %s", key, v)
-	}
-	if v.Elems[0].Int != 1 {
-		var seen uint64
-		if len(v.Elems) == 3 {
-			seen = uint64(v.Elems[2].Int)
+	e := v.Elems
+	valid := v.Type == resp.Array && len(e) >= 2 && e[0].Type == resp.Integer && e[1].Type == resp.Integer
+	switch {
+	case valid && e[0].Int == 1 && len(e) == 2 && e[1].Int > 0:
+		ls := c.newLease(uint64(e[1].Int), start, queuedAfter)
+		if ls == nil {
+			c.releaseInBackground()
+			return nil, 0, ErrClosed
 		}
-		return nil, seen, nil
+		return ls, 0, nil
+	case valid && e[0].Int == 0 && len(e) == 3 && e[2].Type == resp.Integer && e[2].Int >= 0:
+		return nil, uint64(e[2].Int), nil
 	}
-	ls := l.newLease(key, names, owner, uint64(v.Elems[1].Int), start)
-	if ls == nil {
-		l.releaseInBackground(key, names, owner)
-		return nil, 0, ErrClosed
-	}
-	return ls, 0, nil
-}
-
-// handedLease is the lease for a hand-off just heard of. The lock's TTL
-// started when the releaser's script ran, a moment before the message
-// arrived: the lease's deadline, counted from now, is that much late.
-func (l *Locker) handedLease(key string, names keyNames, owner string, fence uint64) (*Lease, error) {
-	ls := l.newLease(key, names, owner, fence, time.Now())
-	if ls == nil {
-		l.releaseInBackground(key, names, owner)
-		return nil, ErrClosed
-	}
-	return ls, nil
-}
-
-// handedFence reads the fencing token from a hand-off message.
-func handedFence(message string) (uint64, bool) {
-	if message == "" {
-		return 0, false
-	}
-	fence, err := strconv.ParseUint(message, 10, 64)
-	return fence, err == nil && fence > 0
+	// A reply no script of ours gives: whatever the server did, the
+	// claim must not hold or wait on it.
+	c.releaseInBackground()
+	return nil, 0, c.errorf("acquire", errBadReply)
 }

@@ -2,75 +2,126 @@ package lock
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
 
-// MaxKeyLen is the longest lock key accepted, in bytes. Redis allows far
+// maxKeyLen is the longest lock key accepted, in bytes. Redis allows far
 // longer keys, but a lock key travels in every acquire, release and
 // keyspace event, and a key this long is almost surely a mistake.
-const MaxKeyLen = 1024
+const maxKeyLen = 1024
 
-// keyNames are the Redis keys of one lock. They share the hash tag {key},
-// so that the scripts touching them stay valid on Redis Cluster.
+// keyNames are the Redis keys of one lock. They share one hash tag, so
+// that the scripts touching them stay valid on Redis Cluster.
 type keyNames struct {
-	lock   string // holds the owner's token while the lock is held
-	fence  string // counter of fencing tokens; never expires
-	wanted string // a flag, and a channel: a waiter asks the holder to let go
-	next   string // a polite owner waiting behind the one asking
+	lock    string // holds the owner's token while the lock is held
+	wanted  string // a request, and its channel: a waiter asks the holder to let go
+	fence   string // the last fencing token handed out
+	queue   string // fair mode: waiting owners, scored by arrival
+	waiters string // fair mode: owner -> "<deadline-ms> <waiter-id> <channel>"
+	seq     string // fair mode: arrival counter
 }
 
+var suffixes = [...]string{":wanted", ":fence", ":queue", ":waiters", ":seq"}
+
 func (l *Locker) keyNames(key string) keyNames {
-	// Every acquire needs the names: they are cut from one string, laid out
-	// as <base>:wanted<base>:fence<base>:next, so they cost one allocation.
-	const wanted, fence, next = ":wanted", ":fence", ":next"
+	// Every acquire needs the names: they are cut from one string, laid
+	// out as <base>:wanted<base>:fence..., so they cost one allocation.
+	baseLen := len(l.opts.Prefix) + len(key) + 2
 	var b strings.Builder
-	baseLen := len(l.opts.prefix) + len(key) + 2
-	b.Grow(3*baseLen + len(wanted) + len(fence) + len(next))
-	for _, suffix := range []string{wanted, fence, next} {
-		b.WriteString(l.opts.prefix)
+	b.Grow(len(suffixes)*baseLen + len(":wanted:fence:queue:waiters:seq"))
+	ends := [len(suffixes)]int{}
+	for i, suffix := range suffixes {
+		b.WriteString(l.opts.Prefix)
 		b.WriteByte('{')
 		b.WriteString(key)
 		b.WriteByte('}')
 		b.WriteString(suffix)
+		ends[i] = b.Len()
 	}
 	all := b.String()
-	fenceAt := baseLen + len(wanted)
-	nextAt := fenceAt + baseLen + len(fence)
 	return keyNames{
-		lock:   all[:baseLen],
-		wanted: all[:fenceAt],
-		fence:  all[fenceAt:nextAt],
-		next:   all[nextAt:],
+		lock:    all[:baseLen],
+		wanted:  all[:ends[0]],
+		fence:   all[ends[0]:ends[1]],
+		queue:   all[ends[1]:ends[2]],
+		waiters: all[ends[2]:ends[3]],
+		seq:     all[ends[3]:ends[4]],
 	}
 }
 
-// fastKeys are the keys of the fast mode's acquire script: lock, fence,
-// wanted, next.
-func (n keyNames) fastKeys() []string { return []string{n.lock, n.fence, n.wanted, n.next} }
+// fastKeys are the KEYS of the fast mode's scripts: lock, fence, wanted.
+func (n keyNames) fastKeys() []string { return []string{n.lock, n.fence, n.wanted} }
 
-// fairKeys are the keys of the fair mode's scripts, in their KEYS order:
-// lock, fence, queue, waiters, seq, wanted (see fair_scripts.go).
+// fairKeys are the KEYS of the fair mode's scripts, in their order: lock,
+// fence, queue, waiters, seq, wanted (see fair_scripts.go).
 func (n keyNames) fairKeys() []string {
-	return []string{n.lock, n.fence, n.lock + ":queue", n.lock + ":waiters", n.lock + ":seq", n.wanted}
+	return []string{n.lock, n.fence, n.queue, n.waiters, n.seq, n.wanted}
 }
 
-func checkCall(ctx context.Context, key string) error {
+// claim is one owner's claim on one lock: the key, its names in Redis, and
+// the random owner token that the lock holds while the claim has it. One
+// Lock call is one claim, whatever number of attempts it makes.
+type claim struct {
+	l     *Locker
+	key   string
+	names keyNames
+	owner string // 128 random bits
+	// asker is "<waiter-id> <channel>" where a hand-off reaches this
+	// claim's waiter; set by a fast-mode Lock before it first asks.
+	asker string
+}
+
+func (l *Locker) newClaim(key string) *claim {
+	return &claim{l: l, key: key, names: l.keyNames(key), owner: rand.Text()}
+}
+
+// errorf wraps err with the claim's key and the operation, as every error
+// of the package is.
+func (c *claim) errorf(op string, err error) error {
+	return fmt.Errorf("lock %q: %s: %w", c.key, op, err)
+}
+
+func checkCall(ctx context.Context, prefix, key string) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalid)
 	}
-	return checkKey(key)
+	return checkKey(prefix, key)
 }
 
-func checkKey(key string) error {
+// checkKey refuses keys that are empty or too long, and keys whose lock
+// names would not share a hash tag. The names are <prefix>{key}<suffix>;
+// Redis hashes only what lies between the first '{' and the first '}'
+// after it, unless that is empty, when it hashes the whole name. So the
+// names share a slot exactly when the first '{' is not followed at once by
+// a '}': a key that begins with '}' under a prefix without braces would
+// put every name of the lock in a slot of its own.
+func checkKey(prefix, key string) error {
 	switch {
 	case key == "":
 		return fmt.Errorf("%w: empty key", ErrInvalid)
-	case len(key) > MaxKeyLen:
-		return fmt.Errorf("%w: key of %d bytes, over the %d-byte limit", ErrInvalid, len(key), MaxKeyLen)
+	case len(key) > maxKeyLen:
+		return fmt.Errorf("%w: key of %d bytes, over the %d-byte limit", ErrInvalid, len(key), maxKeyLen)
+	}
+	base := prefix + "{" + key + "}"
+	open := strings.IndexByte(base, '{')
+	if base[open+1] == '}' {
+		return fmt.Errorf("%w: key %q under prefix %q has an empty hash tag: its keys would not share a cluster slot", ErrInvalid, key, prefix)
 	}
 	return nil
+}
+
+// hashTag is the part of a key that Redis Cluster hashes.
+func hashTag(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key[open+1 : open+1+end]
+		}
+	}
+	return key
 }
 
 // checkMillis refuses a duration that does not reach the millisecond that
@@ -80,4 +131,10 @@ func checkMillis(name string, d time.Duration) error {
 		return fmt.Errorf("%w: %s %v, want at least 1ms", ErrInvalid, name, d)
 	}
 	return nil
+}
+
+// millis is d in whole milliseconds, rounded up, as sent to Redis: a lease
+// that counts d locally then ends no later than the key does.
+func millis(d time.Duration) string {
+	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
 }

@@ -3,29 +3,30 @@ package lock
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 )
 
 // Lease is one holding of a lock, from acquire to release or loss.
 type Lease struct {
-	l     *Locker
-	key   string
-	names keyNames
-	owner string // 128 random bits: the lock's value while this lease holds it
+	c     *claim
 	token uint64
 	// queuedAfter is, for a fair lease that waited in the queue, the last
 	// fencing token handed out when it queued: leases in between were
-	// granted after it asked. Tests read it to count who went first.
+	// granted after it asked. Set before the lease is shared; tests read
+	// it to count who went first.
 	queuedAfter uint64
 
 	mu       sync.Mutex
 	state    leaseState    // guarded by mu
 	deadline time.Time     // guarded by mu: when the lock expires unless extended, by this clock
 	done     chan struct{} // guarded by mu: made by the first Done call
-	expiry   *time.Timer   // guarded by mu: ends the lease at deadline once Done was called
-	stop     chan struct{} // guarded by mu: closed to stop the watchdog; nil without one
+	// expiry ends the lease at deadline once Done was called. Its function
+	// runs in a goroutine of the timer's, which counts as the Locker's
+	// background work from the timer's start until it stops or finishes.
+	expiry *time.Timer   // guarded by mu
+	stop   chan struct{} // guarded by mu: closed to stop the watchdog; nil without one
+	wanted chan struct{} // guarded by mu: made by the first Wanted call
 }
 
 type leaseState int
@@ -36,16 +37,13 @@ const (
 	lost
 )
 
-// newLease registers a lease just acquired, or returns nil if the Locker
+// newLease registers a lease just acquired by c, whose lock was set no
+// earlier than start with the Locker's TTL. It returns nil if the Locker
 // has closed meanwhile.
-func (l *Locker) newLease(key string, names keyNames, owner string, token uint64, start time.Time) *Lease {
-	ls := &Lease{
-		l: l, key: key, names: names, owner: owner, token: token,
-		// The lock was set no earlier than start: counting from there
-		// errs on the safe side.
-		deadline: start.Add(l.opts.ttl),
-	}
-	if l.opts.autoExtend {
+func (c *claim) newLease(token uint64, start time.Time, queuedAfter uint64) *Lease {
+	l := c.l
+	ls := &Lease{c: c, token: token, queuedAfter: queuedAfter, deadline: start.Add(l.opts.TTL)}
+	if l.opts.AutoExtend {
 		ls.stop = make(chan struct{})
 	}
 	l.mu.Lock()
@@ -61,28 +59,33 @@ func (l *Locker) newLease(key string, names keyNames, owner string, token uint64
 	return ls
 }
 
-// Key is the lock's key, as given to Lock.
-func (ls *Lease) Key() string { return ls.key }
-
 // Token is the lease's fencing token: strictly greater than the token of
 // every earlier lease on the same key, from any client. Pass it to the
 // resource the lock protects, which refuses writes carrying a token lower
-// than one it has seen.
+// than one it has seen. See the package doc for what this rests on.
 func (ls *Lease) Token() uint64 { return ls.token }
 
-// Done is closed when the lease ends: released, lost to an extension that
-// found the lock gone, or run out (its TTL passed without an extension, by
-// this process's clock).
+// Done is closed when the lease ends: released, lost to an extension or a
+// write that found the lock gone, or run out (its TTL passed without an
+// extension, by this process's clock, which errs early).
 func (ls *Lease) Done() <-chan struct{} {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.done == nil {
-		ls.done = make(chan struct{})
-		if ls.state != held {
-			close(ls.done)
-		} else {
-			ls.expiry = time.AfterFunc(time.Until(ls.deadline), ls.runOut)
-		}
+	if ls.done != nil {
+		return ls.done
+	}
+	ls.done = make(chan struct{})
+	if ls.state != held {
+		close(ls.done)
+		return ls.done
+	}
+	l := ls.c.l
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.closed {
+		// Once Close has begun it releases the lease, which closes done.
+		l.background.Add(1)
+		ls.expiry = time.AfterFunc(time.Until(ls.deadline), ls.runOut)
 	}
 	return ls.done
 }
@@ -94,11 +97,12 @@ func (ls *Lease) runOut() {
 		if left := time.Until(ls.deadline); left > 0 {
 			ls.expiry.Reset(left)
 			ls.mu.Unlock()
-			return
+			return // still counted: the timer runs again
 		}
 	}
 	ls.mu.Unlock()
 	ls.expire()
+	ls.c.l.background.Done()
 }
 
 // expire ends a lease whose time ran out by this process's clock. The lock
@@ -110,7 +114,7 @@ func (ls *Lease) expire() {
 	ended := ls.endLocked(lost)
 	ls.mu.Unlock()
 	if ended {
-		ls.l.releaseInBackground(ls.key, ls.names, ls.owner)
+		ls.c.releaseInBackground()
 	}
 }
 
@@ -123,14 +127,17 @@ func (ls *Lease) endLocked(to leaseState) bool {
 	ls.state = to
 	if ls.done != nil {
 		close(ls.done)
-		ls.expiry.Stop()
+		if ls.expiry != nil && ls.expiry.Stop() {
+			ls.c.l.background.Done() // the timer will not run
+		}
 	}
 	if ls.stop != nil {
 		close(ls.stop)
 	}
-	ls.l.mu.Lock()
-	delete(ls.l.leases, ls)
-	ls.l.mu.Unlock()
+	l := ls.c.l
+	l.mu.Lock()
+	delete(l.leases, ls)
+	l.mu.Unlock()
 	return true
 }
 
@@ -140,35 +147,48 @@ func (ls *Lease) markLost() {
 	ls.endLocked(lost)
 }
 
+// extendTo moves the deadline to start+ttl after the server confirmed an
+// extension sent at start. It reports false if the lease ended meanwhile.
+func (ls *Lease) extendTo(start time.Time, ttl time.Duration) bool {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.state != held {
+		return false
+	}
+	ls.deadline = start.Add(ttl)
+	return true
+}
+
 // Extend resets the lock's TTL to ttl if this lease still owns it. It
 // returns ErrNotHeld, and the lease ends, if the lock expired or another
-// owner has it.
+// owner has it. An extension whose reply comes after the lease ran out by
+// this process's clock also returns ErrNotHeld: the release sent when it
+// ran out follows the extension on the same connection and undoes it.
 func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := ls.startCall(ctx, "extend", "TTL", ttl); err != nil {
 		return err
 	}
-	defer ls.l.calls.Done()
+	defer ls.c.l.exit()
+	c := ls.c
 	if !ls.isHeld() {
-		return fmt.Errorf("lock %q: extend: %w", ls.key, ErrNotHeld)
+		return c.errorf("extend", ErrNotHeld)
 	}
 	start := time.Now()
-	v, err := run(ctx, ls.l.client, extendScript, false, []string{ls.names.lock}, ls.owner, strconv.FormatInt(ttl.Milliseconds(), 10))
+	v, err := run(ctx, c.l.client, extendScript, false, []string{c.names.lock}, c.owner, millis(ttl))
 	if err != nil {
-		return fmt.Errorf("lock %q: extend: %w", ls.key, err)
+		return c.errorf("extend", err)
 	}
-	if v.Int != 1 {
+	n, err := integerReply(v, 0, 1)
+	if err != nil {
+		return c.errorf("extend", err)
+	}
+	if n != 1 {
 		ls.markLost()
-		return fmt.Errorf("lock %q: extend: %w", ls.key, ErrNotHeld)
+		return c.errorf("extend", ErrNotHeld)
 	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.state != held {
-		// The lease ran out while the extension was on its way; the
-		// release sent when it ran out follows the extension and undoes
-		// it.
-		return fmt.Errorf("lock %q: extend: %w", ls.key, ErrNotHeld)
+	if !ls.extendTo(start, ttl) {
+		return c.errorf("extend", ErrNotHeld)
 	}
-	ls.deadline = start.Add(ttl)
 	return nil
 }
 
@@ -180,7 +200,7 @@ func (ls *Lease) isHeld() bool {
 
 // startCall checks the context and the duration (named durationName in
 // errors) of a call of op on the lease, and counts the call in (see
-// Locker.enter): a nil return must be matched by ls.l.calls.Done().
+// Locker.enter): a nil return must be matched by ls.c.l.exit().
 func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.Duration) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalid)
@@ -188,8 +208,8 @@ func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.
 	if err := checkMillis(durationName, d); err != nil {
 		return err
 	}
-	if !ls.l.enter() {
-		return fmt.Errorf("lock %q: %s: %w", ls.key, op, ErrClosed)
+	if !ls.c.l.enter() {
+		return ls.c.errorf(op, ErrClosed)
 	}
 	return nil
 }
@@ -197,29 +217,33 @@ func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.
 // Unlock releases the lock. If ctx ends first, Unlock returns its error but
 // the release still completes in the background, bounded by the release
 // timeout: a cancelled release never leaves the lock held until its TTL.
+// A release whose connection broke under it is sent again on a new
+// connection within the release timeout.
+//
 // It returns ErrNotHeld if the lease had ended, or if the lock turned out
-// to belong to someone else by the time the release ran, and ErrClosed
-// once the Locker's Close has begun (Close releases the lease).
+// to belong to someone else by the time the release ran; an error matching
+// conn.UncertainError when a retried release found the lock gone and the
+// first attempt may have been the one that released it; and ErrClosed once
+// the Locker's Close has begun (Close releases the lease).
 func (ls *Lease) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("%w: nil context", ErrInvalid)
 	}
-	if !ls.l.enter() {
-		// Close releases every lease it finds held.
-		return fmt.Errorf("lock %q: unlock: %w", ls.key, ErrClosed)
+	if !ls.c.l.enter() {
+		return ls.c.errorf("unlock", ErrClosed)
 	}
-	defer ls.l.calls.Done()
+	defer ls.c.l.exit()
 	return ls.unlock(ctx, nil)
 }
 
-// unlock ends the lease and releases the lock, with a write-back if write
-// is set.
-func (ls *Lease) unlock(ctx context.Context, write *stateWrite) error {
+// unlock ends the lease and releases the lock, with a write-back if w is
+// set.
+func (ls *Lease) unlock(ctx context.Context, w *Write) error {
 	ls.mu.Lock()
 	ended := !ls.endLocked(released)
 	ls.mu.Unlock()
 	if ended {
-		return fmt.Errorf("lock %q: unlock: %w", ls.key, ErrNotHeld)
+		return ls.c.errorf("unlock", ErrNotHeld)
 	}
-	return ls.l.release(ctx, ls.key, ls.names, ls.owner, write)
+	return ls.c.release(ctx, w)
 }

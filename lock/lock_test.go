@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,6 +45,7 @@ func TestFencingTokensIncreaseAcrossLockers(t *testing.T) {
 	srv := redistest.Start(t)
 	a, b := open(t, srv), open(t, srv)
 	var last uint64
+	held := 0
 	var wg sync.WaitGroup
 	for _, l := range []*lock.Locker{a, b, a, b} {
 		wg.Go(func() {
@@ -52,12 +54,14 @@ func TestFencingTokensIncreaseAcrossLockers(t *testing.T) {
 				// Under the lock, the tokens seen form the order of holding.
 				require.Greater(t, ls.Token(), last)
 				last = ls.Token()
+				held++
 				mustUnlock(t, ls)
 			}
 		})
 	}
 	wg.Wait()
-	require.Equal(t, uint64(200), last)
+	require.Equal(t, 200, held)
+	require.Equal(t, strconv.FormatUint(last, 10), srv.Do(t, "GET", "baton:{fenced}:fence").Str, "the counter holds the last token")
 }
 
 func TestTryLockAndNotAcquired(t *testing.T) {
@@ -94,7 +98,7 @@ func TestBadInputChangesNothing(t *testing.T) {
 	ctx := context.Background()
 	for name, call := range map[string]func() error{
 		"empty key": func() error { _, err := l.Lock(ctx, ""); return err },
-		"long key":  func() error { _, err := l.TryLock(ctx, strings.Repeat("k", lock.MaxKeyLen+1)); return err },
+		"long key":  func() error { _, err := l.TryLock(ctx, strings.Repeat("k", 1025)); return err },
 		//nolint:staticcheck // a nil context is the bad input under test
 		"nil context": func() error { _, err := l.Lock(nil, "k"); return err },
 	} {

@@ -4,35 +4,57 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/lockconf"
+	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )
+
+// handoffWindow is how long a lock handed to a waiter stays reserved for
+// it before it confirms: the hand-off sets the lock to the waiter's owner
+// token with this TTL (or the lock's TTL, if shorter), and the waiter's
+// confirmation sets its full TTL. A waiter that stalls instead of
+// confirming holds the lock this long at most. The lease's own deadline
+// counts from the confirmation, so the window never stretches a lease.
+const handoffWindow = 500 * time.Millisecond
 
 // Locker hands out leases on named locks.
 type Locker struct {
 	client *conn.Client
 	sub    *subscriber.Subscriber
 	owns   bool // Open made client and sub, so Close closes them
-	opts   options
-	ttlArg string // opts.ttl in milliseconds, as sent
-	// queueLeaseArg is opts.queueLease in milliseconds, as sent
-	queueLeaseArg string
+	opts   lockconf.Options
 
-	background sync.WaitGroup // releases that outlive their callers, and watchdogs
-	calls      sync.WaitGroup // Lock, TryLock, Unlock and Extend calls in progress
-	closing    chan struct{}  // closed when Close begins: waiting Locks give up
+	// The options in milliseconds, as sent; set once in newLocker.
+	ttlArg, queueLeaseArg, retentionArg, windowArg string
+
+	background sync.WaitGroup // releases that outlive their callers, watchdogs, lease timers
+	// closing is done when Close begins: waiting Locks give up.
+	closing context.Context
+	// stopBackground ends the contexts of background work, once Close has
+	// given it its time.
+	bgCtx          context.Context
+	stopBackground context.CancelFunc
+	beginClose     context.CancelFunc
 
 	mu     sync.Mutex
 	leases map[*Lease]struct{} // guarded by mu: leases not yet released or lost
+	calls  int                 // guarded by mu: public calls in progress
+	idle   chan struct{}       // guarded by mu: made by Close, closed when calls reaches 0
 	closed bool                // guarded by mu
 }
 
 // Open connects to addr (host:port or a URL, see conn.Dial) with a command
 // connection and a subscriber, and returns a Locker that owns both.
+//
+// Where the server allows CONFIG GET, Open refuses a maxmemory-policy that
+// may evict keys (an error matching ErrInvalid that names the setting),
+// unless WithEvictionAllowed is given: an evicted lock is a lock held
+// twice. Where CONFIG is refused, it is the operator's to make sure the
+// policy is noeviction.
 func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalid)
@@ -41,19 +63,19 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	client, err := conn.NewClient(addr, o.connOptions...)
+	client, err := conn.NewClient(addr, o.ConnOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	if _, err := client.Conn(ctx); err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
+	if err := prepareServer(ctx, client, o); err != nil {
+		_ = client.Close()
+		return nil, err
 	}
-	loadScripts(ctx, client)
-	subOpts := []subscriber.Option{subscriber.WithConnOptions(o.connOptions...)}
-	if o.fair {
+	subOpts := []subscriber.Option{subscriber.WithConnOptions(o.ConnOptions...)}
+	if o.Fair {
 		subOpts = append(subOpts, subscriber.WithoutKeyspaceEvents())
 	}
-	subOpts = append(subOpts, o.subscriberOptions...)
+	subOpts = append(subOpts, o.SubscriberOptions...)
 	sub, err := subscriber.New(ctx, addr, subOpts...)
 	if err != nil {
 		_ = client.Close()
@@ -64,9 +86,44 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	return l, nil
 }
 
+// prepareServer connects, checks the eviction policy and loads the
+// scripts.
+func prepareServer(ctx context.Context, client *conn.Client, o lockconf.Options) error {
+	if _, err := client.Conn(ctx); err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	if !o.EvictionAllowed {
+		if err := checkEviction(ctx, client); err != nil {
+			return err
+		}
+	}
+	loadScripts(ctx, client)
+	return nil
+}
+
+// checkEviction refuses a server whose maxmemory-policy may evict keys.
+// Every policy but noeviction may evict a lock: the volatile ones pick
+// among keys with a TTL, which every lock key has.
+func checkEviction(ctx context.Context, client *conn.Client) error {
+	v, err := client.Do(ctx, "CONFIG", "GET", "maxmemory-policy")
+	var refused *resp.Error
+	if errors.As(err, &refused) {
+		return nil // CONFIG is not ours to use here: see Open's doc
+	}
+	if err != nil {
+		return fmt.Errorf("lock: reading maxmemory-policy: %w", err)
+	}
+	if len(v.Elems) != 2 || v.Elems[1].Str == "noeviction" {
+		return nil
+	}
+	return fmt.Errorf("%w: the server's maxmemory-policy is %q, which may evict a held lock and let a second owner take it; "+
+		"set maxmemory-policy noeviction, or accept the risk with lock.WithEvictionAllowed", ErrInvalid, v.Elems[1].Str)
+}
+
 // New returns a Locker on a client and subscriber the caller made and
 // keeps: Close leaves them open. Both must reach the same server and
-// database.
+// database. New makes no call to the server: the eviction check of Open is
+// the caller's.
 func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, error) {
 	if c == nil || s == nil {
 		return nil, fmt.Errorf("%w: nil client or subscriber", ErrInvalid)
@@ -78,53 +135,38 @@ func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, err
 	return newLocker(c, s, o), nil
 }
 
-func newLocker(c *conn.Client, s *subscriber.Subscriber, o options) *Locker {
-	return &Locker{
-		client: c,
-		sub:    s,
-		opts:   o,
-		ttlArg: strconv.FormatInt(o.ttl.Milliseconds(), 10),
-
-		queueLeaseArg: strconv.FormatInt(o.queueLease.Milliseconds(), 10),
+func newLocker(c *conn.Client, s *subscriber.Subscriber, o lockconf.Options) *Locker {
+	l := &Locker{
+		client:        c,
+		sub:           s,
+		opts:          o,
+		ttlArg:        millis(o.TTL),
+		queueLeaseArg: millis(o.QueueLease),
+		retentionArg:  millis(o.FenceRetention),
+		windowArg:     millis(min(o.TTL, handoffWindow)),
 		leases:        map[*Lease]struct{}{},
-		closing:       make(chan struct{}),
 	}
+	l.closing, l.beginClose = context.WithCancel(context.Background())
+	l.bgCtx, l.stopBackground = context.WithCancel(context.Background())
+	return l
 }
 
-// Client is the Locker's command connection, for callers who want to run
-// their own commands beside the lock's.
+// Client is the Locker's command connection, for commands of the caller's
+// own beside the lock's (package manager reads state with it).
 func (l *Locker) Client() *conn.Client { return l.client }
 
-func buildOptions(opts []Option) (options, error) {
-	o := defaultOptions()
-	for _, opt := range opts {
-		opt(&o)
-	}
-	return o, o.check()
-}
-
-func (o options) check() error {
-	if err := checkMillis("TTL", o.ttl); err != nil {
-		return err
-	}
-	switch {
-	case o.queueLease < 3*time.Millisecond:
-		return fmt.Errorf("%w: queue lease %v, want at least 3ms", ErrInvalid, o.queueLease)
-	case o.politeGrace < 0:
-		return fmt.Errorf("%w: polite grace %v, want 0 or more", ErrInvalid, o.politeGrace)
-	case o.releaseTimeout <= 0:
-		return fmt.Errorf("%w: release timeout %v, want more than 0", ErrInvalid, o.releaseTimeout)
-	case o.releaseStyle < ReleasePingEval || o.releaseStyle > ReleaseGetDel:
-		return fmt.Errorf("%w: release style %d", ErrInvalid, o.releaseStyle)
-	}
-	return nil
-}
-
-// Close makes waiting Locks return ErrClosed, waits for the Lock, TryLock,
-// Unlock and Extend calls in progress (later ones fail with ErrClosed), releases every lease still held, stops the watchdogs,
-// waits for releases still in progress, and closes the connections Open
-// made. A Lock whose command is in flight holds Close up until its reply
-// comes, which its own context bounds.
+// Close makes waiting Locks return ErrClosed and later calls fail with
+// ErrClosed, waits for the calls in progress, releases every lease still
+// held, stops the watchdogs, and closes the connections Open made.
+//
+// Close ends in bounded time, even on a server that stopped answering:
+// calls in progress get the release timeout (WithReleaseTimeout) to finish;
+// then the command connection is closed under them, so that they fail (a
+// command in flight fails with a conn.UncertainError). The leases still
+// held get another release timeout to be released, after which any
+// release still in flight is abandoned: the lock's TTL frees it. On a
+// Locker made with New, closing the connection under a stuck call closes
+// the caller's client's current connection, which the client redials.
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -132,12 +174,28 @@ func (l *Locker) Close() error {
 		return nil
 	}
 	l.closed = true
-	close(l.closing)
+	l.beginClose()
+	var idle chan struct{}
+	if l.calls > 0 {
+		idle = make(chan struct{})
+		l.idle = idle
+	}
 	l.mu.Unlock()
 
-	// Waiting Locks give up at once; a call whose command is in flight
-	// ends when its reply comes (a lease it won is refused and released).
-	l.calls.Wait()
+	if idle != nil {
+		timer := time.NewTimer(l.opts.ReleaseTimeout)
+		select {
+		case <-idle:
+		case <-timer.C:
+			// A call is stuck on the server: break the connection it
+			// waits on.
+			if cn := l.client.Current(); cn != nil {
+				_ = cn.Close()
+			}
+			<-idle
+		}
+		timer.Stop()
+	}
 
 	l.mu.Lock()
 	held := make([]*Lease, 0, len(l.leases))
@@ -145,15 +203,15 @@ func (l *Locker) Close() error {
 		held = append(held, ls)
 	}
 	l.mu.Unlock()
-
+	ctx, cancel := context.WithTimeout(context.Background(), l.opts.ReleaseTimeout)
 	var errs []error
 	for _, ls := range held {
-		ctx, cancel := context.WithTimeout(context.Background(), l.opts.releaseTimeout)
-		if err := ls.unlock(ctx, nil); err != nil && !errors.Is(err, ErrNotHeld) {
+		if err := ls.unlock(ctx, nil); err != nil && !errors.Is(err, ErrNotHeld) && ctx.Err() == nil {
 			errs = append(errs, err)
 		}
-		cancel()
 	}
+	cancel()
+	l.stopBackground()
 	l.background.Wait()
 	if l.owns {
 		errs = append(errs, l.sub.Close(), l.client.Close())
@@ -162,15 +220,25 @@ func (l *Locker) Close() error {
 }
 
 // enter counts a public call in, so that Close waits for it, unless Close
-// has begun. The caller must call l.calls.Done when it returns.
+// has begun. A true return must be matched by exit.
 func (l *Locker) enter() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
 		return false
 	}
-	l.calls.Add(1)
+	l.calls++
 	return true
+}
+
+func (l *Locker) exit() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.calls--
+	if l.calls == 0 && l.idle != nil {
+		close(l.idle)
+		l.idle = nil
+	}
 }
 
 // spawn runs f in a goroutine that Close waits for. Once Close has begun

@@ -1,43 +1,35 @@
 package lock
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/subscriber"
 )
 
 // Option configures Open and New.
-type Option func(*options)
+type Option func(*lockconf.Options)
 
-type options struct {
-	ttl               time.Duration
-	fair              bool
-	queueLease        time.Duration
-	autoExtend        bool
-	prefix            string
-	releaseStyle      ReleaseStyle
-	releaseTimeout    time.Duration
-	politeGrace       time.Duration
-	connOptions       []conn.Option
-	subscriberOptions []subscriber.Option
-}
-
-func defaultOptions() options {
-	return options{
-		ttl:            10 * time.Second,
-		queueLease:     3 * time.Second,
-		prefix:         "baton:",
-		releaseStyle:   ReleasePingEval,
-		releaseTimeout: 5 * time.Second,
-		politeGrace:    100 * time.Millisecond,
+func defaultOptions() lockconf.Options {
+	return lockconf.Options{
+		TTL:            10 * time.Second,
+		QueueLease:     3 * time.Second,
+		Prefix:         "baton:",
+		ReleaseStyle:   lockconf.ReleasePingEval,
+		ReleaseTimeout: 5 * time.Second,
+		FenceRetention: time.Hour,
 	}
 }
 
 // WithTTL sets how long a lock is held when its holder neither extends nor
 // releases it: the bound on how long a crashed holder blocks everyone else.
-// Default: 10s. It must be at least a millisecond.
-func WithTTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
+// Redis counts TTLs in whole milliseconds; a TTL with a fraction of one is
+// sent rounded up, while the lease counts the TTL as given, so the lease
+// always ends before the lock does in Redis. Default: 10s. It must be at
+// least a millisecond.
+func WithTTL(d time.Duration) Option { return func(o *lockconf.Options) { o.TTL = d } }
 
 // WithFair makes the lock fair: waiters from every process queue in Redis
 // in the order their requests reached the server, and a release hands the
@@ -45,84 +37,87 @@ func WithTTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 // back and no server's write order matters. Every Locker of a key must use
 // the same mode. Fair mode needs no keyspace notifications; Open does not
 // touch notify-keyspace-events. Default: fast mode.
-func WithFair() Option { return func(o *options) { o.fair = true } }
+func WithFair() Option { return func(o *lockconf.Options) { o.Fair = true } }
 
 // WithQueueLease sets how long a fair waiter's place in the queue lasts
 // unless renewed; live waiters renew it every third of it, and re-check
-// whether a hand-off reached them at the same pace. A waiter that vanished
-// is skipped once its lease has run out. Default: 3s.
-func WithQueueLease(d time.Duration) Option { return func(o *options) { o.queueLease = d } }
+// whether a hand-off reached them at the same pace. A waiter whose process
+// has gone is normally skipped at once (see the package doc); one that
+// stalls is skipped once its lease has run out. Default: 3s; at least 3ms.
+func WithQueueLease(d time.Duration) Option { return func(o *lockconf.Options) { o.QueueLease = d } }
 
 // WithAutoExtend starts a watchdog for every lease, which extends it to the
 // full TTL every TTL/3 until it is released. If an extension finds the lock
 // gone, or none succeeds before the lease runs out, the lease is lost and
 // its Done channel closes. Default: off; a lease lasts one TTL unless
 // extended with Extend.
-func WithAutoExtend() Option { return func(o *options) { o.autoExtend = true } }
+func WithAutoExtend() Option { return func(o *lockconf.Options) { o.AutoExtend = true } }
 
 // WithKeyPrefix sets the prefix of the Redis keys of every lock: the lock
 // for key k lives at <prefix>{k}, its fencing counter at <prefix>{k}:fence.
-// Default: "baton:".
-func WithKeyPrefix(p string) Option { return func(o *options) { o.prefix = p } }
+// Braces in the prefix are allowed only where every key of a lock still
+// shares one hash tag. Default: "baton:".
+func WithKeyPrefix(p string) Option { return func(o *lockconf.Options) { o.Prefix = p } }
 
 // WithReleaseTimeout bounds a release that goes on after the caller of
-// Unlock gave up (its context ended), and the releases done by Close.
-// Default: 5s.
-func WithReleaseTimeout(d time.Duration) Option { return func(o *options) { o.releaseTimeout = d } }
+// Unlock gave up (its context ended), a release retried after its
+// connection broke, and Close: Close returns within about this long even on
+// a server that stopped answering. Default: 5s.
+func WithReleaseTimeout(d time.Duration) Option {
+	return func(o *lockconf.Options) { o.ReleaseTimeout = d }
+}
 
-// WithPoliteGrace sets how long a polite owner (LockThenPolitely, used by
-// a manager that holds locks between modifications) leaves a free lock to
-// the waiter that asked for it before taking it anyway. The waiter was
-// told of the release, so it normally comes within a round trip or two; a
-// waiter that has gone or given up in the meantime costs the polite owner
-// the grace once. It is capped at the TTL; 0 makes LockThenPolitely plain
-// LockThen. Default: 100ms.
-func WithPoliteGrace(d time.Duration) Option { return func(o *options) { o.politeGrace = d } }
+// WithFenceRetention sets how long a lock's fencing counter outlives the
+// lock's last acquisition. Tokens keep increasing after the counter is gone
+// (they never fall below the server's clock, in microseconds); the counter
+// guards them, while it lives, against the server's clock being set back.
+// Default: 1 hour; at least the TTL.
+func WithFenceRetention(d time.Duration) Option {
+	return func(o *lockconf.Options) { o.FenceRetention = d }
+}
 
-// WithReleaseStyle picks how Unlock releases. It exists for the demo and
-// the benchmarks, which compare the styles; services should keep the
-// default, ReleasePingEval.
-func WithReleaseStyle(s ReleaseStyle) Option { return func(o *options) { o.releaseStyle = s } }
+// WithEvictionAllowed lets Open proceed on a server whose maxmemory-policy
+// may evict keys. Such a server can evict a held lock to make room for
+// other data, and then a second owner acquires it while the first lease
+// is still open: mutual exclusion is lost, silently. Open refuses an
+// evicting policy unless this option is given. Default: refused.
+func WithEvictionAllowed() Option { return func(o *lockconf.Options) { o.EvictionAllowed = true } }
 
 // WithConnOptions passes options to the connections Open makes: the command
 // connection and the subscriber's. Default: none. New ignores it.
 func WithConnOptions(opts ...conn.Option) Option {
-	return func(o *options) { o.connOptions = append(o.connOptions, opts...) }
+	return func(o *lockconf.Options) { o.ConnOptions = append(o.ConnOptions, opts...) }
 }
 
 // WithSubscriberOptions passes options to the subscriber Open makes.
 // Default: none. New ignores it.
 func WithSubscriberOptions(opts ...subscriber.Option) Option {
-	return func(o *options) { o.subscriberOptions = append(o.subscriberOptions, opts...) }
+	return func(o *lockconf.Options) { o.SubscriberOptions = append(o.SubscriberOptions, opts...) }
 }
 
-// ReleaseStyle is how a release is sent; see WithReleaseStyle.
-type ReleaseStyle int
-
-const (
-	// ReleasePingEval sends PING and the compare-and-delete script in one
-	// write. Redis then writes the keyspace notification to waiters before
-	// the releaser's reply, so a remote waiter gets a head start on the
-	// next acquire. The default.
-	ReleasePingEval ReleaseStyle = iota
-	// ReleaseEval sends the compare-and-delete script alone. Redis writes
-	// the releaser's reply first, so a releaser that locks again at once
-	// usually wins: the behaviour baton exists to fix.
-	ReleaseEval
-	// ReleaseGetDel sends GETDEL and compares the owner afterwards. It is
-	// NOT safe: a lease that expired deletes its successor's lock. For
-	// comparing reply order only.
-	ReleaseGetDel
-)
-
-func (s ReleaseStyle) String() string {
-	switch s {
-	case ReleasePingEval:
-		return "ping+eval"
-	case ReleaseEval:
-		return "eval"
-	case ReleaseGetDel:
-		return "getdel"
+func buildOptions(opts []Option) (lockconf.Options, error) {
+	o := defaultOptions()
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
 	}
-	return "unknown"
+	return o, checkOptions(o)
+}
+
+func checkOptions(o lockconf.Options) error {
+	if err := checkMillis("TTL", o.TTL); err != nil {
+		return err
+	}
+	switch {
+	case o.QueueLease < 3*time.Millisecond:
+		return fmt.Errorf("%w: queue lease %v, want at least 3ms", ErrInvalid, o.QueueLease)
+	case o.ReleaseTimeout <= 0:
+		return fmt.Errorf("%w: release timeout %v, want more than 0", ErrInvalid, o.ReleaseTimeout)
+	case o.FenceRetention < o.TTL:
+		return fmt.Errorf("%w: fence retention %v, want at least the TTL %v", ErrInvalid, o.FenceRetention, o.TTL)
+	case o.ReleaseStyle < lockconf.ReleasePingEval || o.ReleaseStyle > lockconf.ReleaseGetDel:
+		return fmt.Errorf("%w: release style %d", ErrInvalid, o.ReleaseStyle)
+	}
+	return checkKey(o.Prefix, "k")
 }

@@ -2,32 +2,38 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/resp"
 )
 
-// release deletes the lock if owner holds it. A caller whose context can
-// end waits for the release in a goroutine the Locker owns, so that the
-// release completes even if the caller stops waiting.
-func (l *Locker) release(ctx context.Context, key string, names keyNames, owner string, write *stateWrite) error {
+// release deletes the lock (or hands it on, in fair mode) if c's owner
+// holds it, writing w first if given. A caller whose context can end waits
+// for the release in a goroutine the Locker owns, so that the release
+// completes even if the caller stops waiting.
+func (c *claim) release(ctx context.Context, w *Write) error {
+	l := c.l
 	if ctx.Done() == nil {
-		return l.releaseNow(ctx, key, names, owner, write, l.opts.releaseStyle)
+		return c.releaseNow(ctx, w, l.opts.ReleaseStyle)
 	}
 	result := make(chan error, 1)
 	spawned := l.spawn(func() {
-		bounded, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.releaseTimeout)
+		bounded, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.ReleaseTimeout)
 		defer cancel()
-		result <- l.releaseNow(bounded, key, names, owner, write, l.opts.releaseStyle)
+		result <- c.releaseNow(bounded, w, l.opts.ReleaseStyle)
 	})
 	if !spawned {
-		return l.releaseNow(ctx, key, names, owner, write, l.opts.releaseStyle)
+		return c.releaseNow(ctx, w, l.opts.ReleaseStyle)
 	}
 	select {
 	case err := <-result:
 		return err
 	case <-ctx.Done():
-		return fmt.Errorf("lock %q: unlock: %w (the release goes on in the background)", key, ctx.Err())
+		return c.errorf("unlock", fmt.Errorf("%w (the release goes on in the background)", ctx.Err()))
 	}
 }
 
@@ -35,20 +41,19 @@ func (l *Locker) release(ctx context.Context, key string, names keyNames, owner 
 // is best effort, with the lock's TTL as the backstop. It always compares
 // the owner, whatever the release style: the owner may never have held
 // the lock, which another may hold now.
-func (l *Locker) releaseInBackground(key string, names keyNames, owner string) {
-	l.inBackground(func(ctx context.Context) { _ = l.releaseNow(ctx, key, names, owner, nil, ReleasePingEval) })
+func (c *claim) releaseInBackground() {
+	c.l.inBackground(func(ctx context.Context) { _ = c.releaseNow(ctx, nil, lockconf.ReleasePingEval) })
 }
 
-// withdrawInBackground takes back the requests of a fast-mode waiter that
-// gave up (see withdrawScript), after releasing the lock first if an
-// attempt of its may have taken it. Best effort: the requests' TTLs are
-// the backstop.
-func (l *Locker) withdrawInBackground(key string, names keyNames, owner string, release bool) {
-	l.inBackground(func(ctx context.Context) {
-		if release {
-			_ = l.releaseNow(ctx, key, names, owner, nil, ReleasePingEval)
-		}
-		_, _ = run(ctx, l.client, withdrawScript, false, names.fastKeys(), owner)
+// withdrawInBackground ends the claim of a fast-mode waiter that gave up:
+// its request goes, and so does a lock handed to it meanwhile or taken by
+// an attempt whose reply it did not wait for (see withdrawScript). Best
+// effort: the keys' TTLs are the backstop.
+func (c *claim) withdrawInBackground() {
+	c.l.inBackground(func(ctx context.Context) {
+		_, _ = c.l.retryUncertain(ctx, func(ctx context.Context) (resp.Value, error) {
+			return run(ctx, c.l.client, withdrawScript, false, c.names.fastKeys(), c.owner)
+		})
 	})
 }
 
@@ -56,7 +61,7 @@ func (l *Locker) withdrawInBackground(key string, names keyNames, owner string, 
 // Locker owns, or at once if the Locker is closing.
 func (l *Locker) inBackground(fn func(ctx context.Context)) {
 	run := func() {
-		ctx, cancel := context.WithTimeout(context.Background(), l.opts.releaseTimeout)
+		ctx, cancel := context.WithTimeout(l.bgCtx, l.opts.ReleaseTimeout)
 		defer cancel()
 		fn(ctx)
 	}
@@ -65,34 +70,94 @@ func (l *Locker) inBackground(fn func(ctx context.Context)) {
 	}
 }
 
-func (l *Locker) releaseNow(ctx context.Context, key string, names keyNames, owner string, write *stateWrite, style ReleaseStyle) error {
-	var v resp.Value
-	var err error
+// releaseNow runs the release, or the write-back and release, retrying on
+// a new connection when the connection broke under it: every release
+// script compares the owner first, so running it twice is harmless.
+func (c *claim) releaseNow(ctx context.Context, w *Write, style lockconf.ReleaseStyle) error {
+	v, err := c.l.retryUncertain(ctx, func(ctx context.Context) (resp.Value, error) { return c.sendRelease(ctx, w, style) })
+	if err != nil {
+		return c.errorf("unlock", err)
+	}
+	var done bool
+	if w != nil {
+		n, err := integerReply(v.value, -2, 0)
+		if err != nil {
+			return c.errorf("unlock", err)
+		}
+		done = n == 0
+		if n == -2 {
+			return c.errorf("unlock", ErrStateMissing)
+		}
+	} else {
+		n, err := integerReply(v.value, 0, 1)
+		if err != nil {
+			return c.errorf("unlock", err)
+		}
+		done = n == 1
+	}
 	switch {
-	case write != nil && l.opts.fair:
-		v, err = run(ctx, l.client, fairReleaseSetScript, true, append(names.fairKeys(), write.key), owner, write.value, write.ttl)
-	case write != nil:
-		v, err = run(ctx, l.client, releaseSetScript, true, []string{names.lock, write.key}, owner, write.value, write.ttl)
-	case l.opts.fair:
-		v, err = run(ctx, l.client, fairReleaseScript, true, names.fairKeys(), owner)
-	case style == ReleasePingEval:
-		v, err = run(ctx, l.client, releaseScript, true, []string{names.lock}, owner)
-	case style == ReleaseEval:
-		v, err = run(ctx, l.client, releaseScript, false, []string{names.lock}, owner)
-	case style == ReleaseGetDel:
-		v, err = l.client.Do(ctx, "GETDEL", names.lock)
-		if err == nil {
-			v.Type, v.Int = resp.Integer, 0
-			if v.Str == owner {
-				v.Int = 1
+	case done:
+		return nil
+	case v.firstUncertain != nil:
+		// The first attempt may have run, and then the retry would find
+		// the lock gone because of it.
+		return c.errorf("unlock", fmt.Errorf("the lock was gone when the release was retried: %w", v.firstUncertain))
+	}
+	return c.errorf("unlock", ErrNotHeld)
+}
+
+// sendRelease sends the release once, in the style asked for.
+func (c *claim) sendRelease(ctx context.Context, w *Write, style lockconf.ReleaseStyle) (resp.Value, error) {
+	l, n := c.l, c.names
+	switch {
+	case w != nil && l.opts.Fair:
+		return run(ctx, l.client, fairCommitScript, true, append(n.fairKeys(), w.Key), w.args(c, false)...)
+	case w != nil:
+		return run(ctx, l.client, commitScript, true, []string{n.lock, w.Key, n.wanted}, w.args(c, false)...)
+	case l.opts.Fair:
+		return run(ctx, l.client, fairReleaseScript, true, n.fairKeys(), c.owner, l.windowArg)
+	case style == lockconf.ReleaseEval:
+		return run(ctx, l.client, plainReleaseScript, false, []string{n.lock}, c.owner)
+	case style == lockconf.ReleaseGetDel:
+		v, err := l.client.Do(ctx, "GETDEL", n.lock)
+		if err != nil {
+			return v, err
+		}
+		released := int64(0)
+		if v.Str == c.owner {
+			released = 1
+		}
+		return resp.Value{Type: resp.Integer, Int: released}, nil
+	}
+	return run(ctx, l.client, releaseScript, true, []string{n.lock, n.wanted}, c.owner, l.windowArg)
+}
+
+// retried is a reply after retryUncertain, with the uncertain error of the
+// first attempt, if the reply is a retry's.
+type retried struct {
+	value          resp.Value
+	firstUncertain error
+}
+
+// retryUncertain runs op until it ends with something other than an
+// uncertain outcome (its connection broke with the command in flight),
+// ctx ends, or the release timeout has passed since the first uncertain
+// outcome. The client dials a new connection for each retry, pacing
+// itself with its backoff.
+func (l *Locker) retryUncertain(ctx context.Context, op func(context.Context) (resp.Value, error)) (retried, error) {
+	var first error
+	var giveUp time.Time
+	for {
+		v, err := op(ctx)
+		var uncertain *conn.UncertainError
+		if !errors.As(err, &uncertain) || ctx.Err() != nil || (first != nil && time.Now().After(giveUp)) {
+			if err != nil && first != nil {
+				err = fmt.Errorf("%w (after a first attempt that %w)", err, first)
 			}
+			return retried{value: v, firstUncertain: first}, err
+		}
+		if first == nil {
+			first, giveUp = err, time.Now().Add(l.opts.ReleaseTimeout)
 		}
 	}
-	if err != nil {
-		return fmt.Errorf("lock %q: unlock: %w", key, err)
-	}
-	if v.Int != 1 {
-		return fmt.Errorf("lock %q: unlock: %w", key, ErrNotHeld)
-	}
-	return nil
 }

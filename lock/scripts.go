@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"strconv"
 
 	"github.com/batonlock/baton/conn"
@@ -22,90 +23,118 @@ func newScript(src string) script {
 	return script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// The fast mode's requests. A waiter asks for the lock by setting the
-// wanted flag to its owner token (and publishing on the flag's name as a
-// channel), for a holder that keeps the lock between writes to let go (see
-// package manager). The flag is one slot: the latest asker's. It stays
-// until that waiter acquires or withdraws, or its TTL ends, so a holder
-// that takes the lock again first still sees it. An owner that acquires
-// politely (LockThenPolitely) lets the asker go first when it finds the
-// lock free, and waits next in line: the next key holds its token until
-// the asker acquires, when it becomes the flag (without a publish: the new
-// holder reads the flag), so that the asker in turn is asked to let go.
-//
-// fastPrelude defines answered(owner): owner acquired, or gave up, so its
-// requests are answered; unless another owner's request stands, the owner
-// waiting next, if any, is now the one asking.
-const fastPrelude = `
-local function answered(owner)
-	if redis.call('get', KEYS[4]) == owner then redis.call('del', KEYS[4]) end
-	local asker = redis.call('get', KEYS[3])
-	if asker and asker ~= owner then return end
-	if redis.call('exists', KEYS[4]) == 1 then
-		redis.call('rename', KEYS[4], KEYS[3])
-	else
-		redis.call('del', KEYS[3])
-	end
+// tokenPrelude defines nextToken: the fencing token the next holder gets,
+// one more than the last one handed out (KEYS[2]), and never less than the
+// server's clock in microseconds since the epoch. The clock is what keeps
+// tokens increasing when the counter is gone: a restart without
+// persistence, a restart from an older snapshot, the counter's retention
+// running out. A script takes far longer than a microsecond, so the
+// counter never runs ahead of the clock by more than a step. A Lua number
+// holds these integers exactly (they stay below 2^53 until the year 2255).
+// issue stores the token with the retention as its TTL and returns it.
+// Nothing here writes before it can fail: a garbled counter reads as 0.
+const tokenPrelude = `
+local clock = redis.call('TIME')
+local function nextToken()
+	local token = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
+	local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+	if now > token then token = now end
+	return token
+end
+local function issue(retention)
+	local token = nextToken()
+	redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', retention)
+	return token
 end
 `
 
-// Manners of an acquire attempt, ARGV[4] of acquireScript.
-const (
-	mannerPlain     = "0" // take the lock whenever it is free
-	mannerPolite    = "1" // let a waiter that asked go first
-	mannerPastGrace = "2" // polite, but the asker had its grace and did not come
-)
+// The fast mode. KEYS: lock, fence, wanted.
+//
+// A waiter asks for the lock by setting the wanted flag to
+// "<owner> <waiter-id> <channel>" and publishing on the flag's name as a
+// channel. The flag is one slot, the latest asker's. A holder that keeps the
+// lock between writes (Commit with keep) hands the lock to the asker when
+// it finds the flag: it sets the lock to the asker's owner token with a
+// short TTL (the hand-off window) and publishes the waiter's ID to its
+// process channel; the asker's next acquire finds the lock its own and
+// confirms it with its full TTL. A PUBLISH that reaches nobody means the
+// asker's process is gone: the holder keeps the lock.
 
-// acquireScript takes the lock if it is free and bumps the fencing counter.
-// KEYS: lock, fence, wanted, next. ARGV: owner token, TTL in ms, "1" to ask
-// for the lock (set the wanted flag and publish) when it is held, and the
-// manner (see mannerPlain).
-// It returns the new fencing token (always > 0) on success. Otherwise it
-// returns -1 - PTTL of the lock (or, for a polite refusal, of the asker's
-// flag): a value <= -1 from which the time to look again is read back, or
-// 0 for a key without a TTL. One integer, so the reply costs no
-// allocation.
-var acquireScript = newScript(fastPrelude + `
-if ARGV[4] ~= '0' and redis.call('exists', KEYS[1]) == 0 then
-	local asker = redis.call('get', KEYS[3])
-	if asker and asker ~= ARGV[1] then
-		if ARGV[4] == '1' then
-			redis.call('set', KEYS[4], ARGV[1], 'PX', ARGV[2])
-			local ttl = redis.call('pttl', KEYS[3])
-			if ttl < 0 then return 0 end
-			return -1 - ttl
-		end
-		if redis.call('get', KEYS[4]) == ARGV[1] then redis.call('del', KEYS[3]) end
+// acquireScript takes the lock if it is free, or confirms a hand-off to
+// the caller, and then issues a fencing token. Otherwise, with ARGV[3] set,
+// it asks the holder to let go.
+// ARGV: owner, TTL ms, "1" to ask, "<waiter-id> <channel>" of the asker,
+// fence retention ms.
+// It returns the new fencing token (> 0) on success; otherwise -1 - PTTL of
+// the lock, from which the time to look again is read back, or 0 for a
+// lock without a TTL. One integer, so the reply costs no allocation.
+var acquireScript = newScript(tokenPrelude + `
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then
+	if ARGV[3] == '1' then
+		redis.call('SET', KEYS[3], ARGV[1] .. ' ' .. ARGV[4], 'PX', ARGV[2])
+		redis.call('PUBLISH', KEYS[3], '1')
 	end
+	local ttl = redis.call('PTTL', KEYS[1])
+	if ttl < 0 then return 0 end
+	return -1 - ttl
 end
-if redis.call('set', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then
-	answered(ARGV[1])
-	return redis.call('incr', KEYS[2])
-end
-local ttl = redis.call('pttl', KEYS[1])
-if ARGV[3] == '1' then
-	redis.call('set', KEYS[3], ARGV[1], 'PX', ARGV[2])
-	redis.call('publish', KEYS[3], '1')
-end
-if ttl < 0 then return 0 end
-return -1 - ttl
+local token = nextToken()
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+local asker = redis.call('GET', KEYS[3])
+if asker and string.sub(asker, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then redis.call('DEL', KEYS[3]) end
+redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[5])
+return token
 `)
 
-// withdrawScript takes back the requests of a waiter that gave up, so that
-// a holder is not asked to let go for nobody. A polite owner waiting
-// behind the request becomes the one asking, but is not woken: it takes
-// the lock when its grace ends. KEYS: lock, fence, wanted, next. ARGV:
-// owner.
-var withdrawScript = newScript(fastPrelude + `
-answered(ARGV[1])
+// withdrawScript ends the claim of a fast waiter that gave up: it takes
+// back its request, so that a holder is not asked to let go for nobody,
+// and releases a lock handed to it meanwhile (or taken by an attempt whose
+// reply never came). ARGV: owner.
+var withdrawScript = newScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+local asker = redis.call('GET', KEYS[3])
+if asker and string.sub(asker, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then redis.call('DEL', KEYS[3]) end
 return 1
 `)
 
-// releaseScript deletes the lock if the caller still owns it.
-// KEYS: lock. ARGV: owner token. Returns 1 if released, 0 if not held.
-var releaseScript = newScript(`
-if redis.call('get', KEYS[1]) == ARGV[1] then
-	return redis.call('del', KEYS[1])
+// handOffPrelude defines handOff(wanted, owner, window): if a request
+// other than owner's stands at the key wanted, the lock (KEYS[1]) is set
+// to the asker's owner token for the hand-off window and the asker's
+// waiter is told on its process channel; it returns true. A request whose
+// waiter nobody hears (its process is gone) is dropped, and it returns
+// false: the caller keeps or deletes the lock.
+const handOffPrelude = `
+local function handOff(wanted, owner, window)
+	local asker = redis.call('GET', wanted)
+	if not asker then return false end
+	local other, id, channel = string.match(asker, '^(%S+) (%d+) (.+)$')
+	if other and other ~= owner then
+		redis.call('SET', KEYS[1], other, 'PX', window)
+		if redis.call('PUBLISH', channel, id) > 0 then return true end
+	end
+	redis.call('DEL', wanted)
+	return false
+end
+`
+
+// releaseScript releases the lock if the caller still owns it: it hands
+// it to the standing asker, if any, or deletes it.
+// KEYS: lock, wanted. ARGV: owner token, hand-off window ms. Returns 1 if
+// released, 0 if not held.
+var releaseScript = newScript(handOffPrelude + `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if not handOff(KEYS[2], ARGV[1], ARGV[2]) then redis.call('DEL', KEYS[1]) end
+return 1
+`)
+
+// plainReleaseScript is the compare-and-delete every Redis lock uses,
+// blind to requests. Only the release styles that reproduce the problem
+// baton fixes send it. KEYS: lock. ARGV: owner token. Returns 1 if
+// released, 0 if not held.
+var plainReleaseScript = newScript(`
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('DEL', KEYS[1])
 end
 return 0
 `)
@@ -114,17 +143,44 @@ return 0
 // KEYS: lock. ARGV: owner token, TTL in ms. Returns 1 if extended, 0 if not
 // held.
 var extendScript = newScript(`
-if redis.call('get', KEYS[1]) == ARGV[1] then
-	return redis.call('pexpire', KEYS[1], ARGV[2])
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+	return redis.call('PEXPIRE', KEYS[1], ARGV[2])
 end
 return 0
+`)
+
+// commitScript is the fenced write-back (Lease.Commit) in fast mode.
+// KEYS: lock, state, wanted. ARGV: owner, value, state TTL ms, "1" to keep
+// the lock, lock TTL ms, "1" if the state must exist, hand-off window ms.
+// Returns -1 if the caller does not own the lock (nothing written), and -2
+// if the state it needs is missing (nothing written; the lock is kept with
+// keep, else released). Else the state is written and it returns 1 if the
+// caller still holds the lock, 0 if it was released or handed to the
+// asker.
+var commitScript = newScript(handOffPrelude + `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local result = 0
+if ARGV[6] == '1' and redis.call('EXISTS', KEYS[2]) == 0 then
+	if ARGV[4] == '1' then return -2 end
+	result = -2
+else
+	redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+end
+if handOff(KEYS[3], ARGV[1], ARGV[7]) then return result end
+if ARGV[4] == '1' then
+	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
+	return 1
+end
+redis.call('DEL', KEYS[1])
+return result
 `)
 
 var pingCommand = []string{"PING"}
 
 // allScripts are loaded by Open, so that the first use of each is an
 // EVALSHA like every other.
-var allScripts = []script{acquireScript, withdrawScript, releaseScript, extendScript, fairAcquireScript, fairReleaseScript, releaseSetScript, fairReleaseSetScript, holdWriteScript}
+var allScripts = []script{acquireScript, withdrawScript, releaseScript, plainReleaseScript, extendScript, commitScript,
+	fairAcquireScript, fairReleaseScript, fairCommitScript}
 
 // loadScripts sends SCRIPT LOAD for every script in one write. It is an
 // optimisation only: where SCRIPT is refused or forgotten (a restart, a
@@ -193,4 +249,14 @@ func (s script) call(ctx context.Context, c *conn.Client, eval, ping bool, keys,
 		replies = replies[1:]
 	}
 	return replies[0], replies[1:], replies[0].Err()
+}
+
+// integerReply checks that a script answered with an integer within
+// [lo, hi]: a server that answers otherwise is not running our script, and
+// nothing it said is trusted.
+func integerReply(v resp.Value, lo, hi int64) (int64, error) {
+	if v.Type != resp.Integer || v.Int < lo || v.Int > hi {
+		return 0, fmt.Errorf("%w: %s", errBadReply, v)
+	}
+	return v.Int, nil
 }

@@ -3,6 +3,8 @@ package lock_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha1"
+	"encoding/hex"
 	"sync"
 	"testing"
 	"time"
@@ -89,10 +91,10 @@ func TestEveryReleaseIsOneWriteOfPingThenEvalsha(t *testing.T) {
 	}
 	wg.Wait()
 
-	// A release is EVALSHA sha 1 key owner: five elements; the acquire and
-	// the extension have six.
-	release := []byte("*5\r\n$7\r\nEVALSHA\r\n")
-	pair := []byte("*1\r\n$4\r\nPING\r\n*5\r\n$7\r\nEVALSHA\r\n")
+	// A release is EVALSHA with the release script's digest.
+	sum := sha1.Sum([]byte(lock.ReleaseScriptSource))
+	release := []byte("$7\r\nEVALSHA\r\n$40\r\n" + hex.EncodeToString(sum[:]))
+	pair := []byte("*1\r\n$4\r\nPING\r\n*7\r\n" + string(release))
 	releases := 0
 	mu.Lock()
 	defer mu.Unlock()

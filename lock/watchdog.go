@@ -11,8 +11,8 @@ import (
 // extension that finds the lock gone ends the lease (Extend does that), and
 // so does running out of time.
 func (ls *Lease) watchdog(stop <-chan struct{}) {
-	defer ls.l.background.Done()
-	ttl := ls.l.opts.ttl
+	defer ls.c.l.background.Done()
+	ttl := ls.c.l.opts.TTL
 	interval := ttl / 3
 	timer := time.NewTimer(interval)
 	defer timer.Stop()

@@ -22,7 +22,6 @@ type holding struct {
 	// The watcher reads it when its timer fires rather than being woken
 	// by every modification, which would cost a goroutine wake-up each.
 	lastWrite atomic.Int64
-	yield     atomic.Bool // a waiter asked: the next user of the slot lets go
 }
 
 // modifyHolding is Modify with hold: local calls for one token take turns
@@ -41,22 +40,19 @@ func (m *Manager[T]) modifyHolding(ctx context.Context, token string, fn func(*T
 	}
 	defer func() { <-h.slot }()
 
-	if h.lease != nil && (h.yield.Load() || !alive(h.lease)) {
+	if h.lease != nil && (closed(h.lease.Wanted()) || closed(h.lease.Done())) {
+		// Asked for while idle, or lost: the watcher is letting go.
 		m.letGo(ctx, h)
 	}
 	if h.lease != nil {
-		err := m.modifyHeld(ctx, token, h, fn)
-		if !errors.Is(err, lock.ErrWanted) {
-			return err
-		}
-		// Another instance asked while fn ran: nothing was written. Let
-		// it go first, then do this modification again, on fresh state.
+		return m.modifyHeld(ctx, token, h, fn)
 	}
 	return m.modifyAndHold(ctx, token, h, fn)
 }
 
 // modifyHeld runs fn on the held state and writes the result back with the
-// one script that also extends the lock.
+// one script that also extends the lock, or hands it to an instance that
+// asked for it.
 func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, fn func(*T) error) (err error) {
 	ok := false
 	defer func() {
@@ -74,29 +70,35 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 	if err != nil {
 		return err
 	}
-	return m.writeHeld(ctx, token, h, h.lease, data, true, &ok)
+	err = m.writeHeld(ctx, token, h, data, true)
+	if !errors.Is(err, lock.ErrStateMissing) {
+		ok = true
+		return err
+	}
+	// The state expired or was deleted since the last write: the copy
+	// kept here is stale. Nothing was written; start from the zero value.
+	data, err = m.apply(token, func(*T) error { return nil }, fn)
+	if err != nil {
+		return err
+	}
+	ok = true
+	return m.writeHeld(ctx, token, h, data, false)
 }
 
 // modifyAndHold acquires and loads as Modify does, and keeps the lease.
 func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding, fn func(*T) error) error {
 	key := m.Key(token)
-	lease, replies, err := m.locker.LockThenPolitely(ctx, token, []string{"GET", key})
+	lease, replies, err := m.locker.LockThen(ctx, token, []string{"GET", key})
 	if err != nil {
 		return fmt.Errorf("manager: modify %q: %w", token, err)
 	}
-	ok := false
-	defer func() {
-		if !ok {
-			_ = lease.Unlock(context.WithoutCancel(ctx))
-		}
-	}()
 	data, err := m.apply(token, m.loaded(token, replies[0]), fn)
 	if err != nil {
+		_ = lease.Unlock(context.WithoutCancel(ctx))
 		return err
 	}
 	h.lease = lease
-	h.yield.Store(false)
-	if err := m.writeHeld(ctx, token, h, lease, data, false, &ok); err != nil || h.lease == nil {
+	if err := m.writeHeld(ctx, token, h, data, false); err != nil || h.lease == nil {
 		return err
 	}
 	if !m.startWatcher(token, h, lease) {
@@ -105,29 +107,27 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 	return nil
 }
 
-// writeHeld writes data back with the lease kept, and lets go if a waiter
-// asked for the lock. With refuse set (a modification on a lock held from
-// before), a request makes it write nothing and return lock.ErrWanted; a
-// modification right after an acquire always writes, so that every holder
-// makes progress. ok is set once the lease is in h's hands for good or let
-// go.
-func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, lease *lock.Lease, data []byte, refuse bool, ok *bool) error {
-	wanted, err := lease.ExtendSetting(ctx, m.Key(token), string(data), m.ttl, refuse)
-	*ok = true
-	if errors.Is(err, lock.ErrWanted) {
-		m.letGo(ctx, h)
-		return err // the caller redoes the modification
+// writeHeld writes data back with the lease kept, unless another instance
+// asked for the lock, which the same script then hands it to. With
+// ifExists, a missing state writes nothing and returns an error matching
+// lock.ErrStateMissing, with the lease still held.
+func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, data []byte, ifExists bool) error {
+	held, err := h.lease.Commit(ctx, lock.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}, true)
+	if errors.Is(err, lock.ErrStateMissing) {
+		return err
 	}
 	if err != nil {
-		// Lost (ErrNotHeld), or unknown: give the lease up either way.
+		// Lost (ErrNotHeld: nothing written), or unknown: give the lease
+		// up either way.
 		m.letGo(ctx, h)
 		return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 	}
-	h.data = data
-	if wanted {
-		m.letGo(ctx, h)
+	if !held {
+		// Written, and then handed over (or the lease ran out locally).
+		h.lease, h.data = nil, nil
 		return nil
 	}
+	h.data = data
 	h.lastWrite.Store(m.sinceEpoch())
 	return nil
 }
@@ -141,12 +141,12 @@ func (m *Manager[T]) letGo(ctx context.Context, h *holding) {
 	h.lease, h.data = nil, nil
 }
 
-func alive(ls *lock.Lease) bool {
+func closed(ch <-chan struct{}) bool {
 	select {
-	case <-ls.Done():
-		return false
-	default:
+	case <-ch:
 		return true
+	default:
+		return false
 	}
 }
 
@@ -189,9 +189,9 @@ func (m *Manager[T]) forgetLocked(token string, h *holding) {
 	}
 }
 
-// startWatcher starts the goroutine that lets go of lease when a waiter
-// asks, when the hold's time passes with no modification, when the lease
-// ends, or on Close. It refuses once Close has begun.
+// startWatcher starts the goroutine that lets go of lease when another
+// instance asks, when the hold's time passes with no modification, when
+// the lease ends, or on Close. It refuses once Close has begun.
 func (m *Manager[T]) startWatcher(token string, h *holding, lease *lock.Lease) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -205,38 +205,25 @@ func (m *Manager[T]) startWatcher(token string, h *holding, lease *lock.Lease) b
 
 func (m *Manager[T]) watch(token string, h *holding, lease *lock.Lease) {
 	defer m.watchers.Done()
-	var wanted <-chan struct{}
-	unwatch := func() {}
-	channel := m.locker.WantedChannel(token)
-	if w, err := m.locker.Subscriber().WatchChannel(m.closed, channel); err == nil {
-		unwatch = w.Close
-		wanted = w.Wake()
-		// A waiter that asked before the subscription was in place left
-		// the flag; the next write would see it, but there may be none.
-		if v, err := m.locker.Client().Do(m.closed, "EXISTS", channel); err == nil && v.Int == 1 {
-			h.yield.Store(true)
-		}
-	}
 	timer := time.NewTimer(m.hold)
 	defer timer.Stop()
-	for !h.yield.Load() {
+wait:
+	for {
 		select {
-		case <-wanted:
-			h.yield.Store(true)
+		case <-lease.Wanted():
+			break wait
 		case <-timer.C:
 			if left := m.hold - time.Duration(m.sinceEpoch()-h.lastWrite.Load()); left > 0 {
 				timer.Reset(left) // written since: the hold runs on
 				continue
 			}
+			break wait
 		case <-lease.Done():
+			break wait
 		case <-m.closed.Done():
+			break wait
 		}
-		break
 	}
-	// Stop listening before waiting for the slot: requests heard from now
-	// on are for the next hold, whose own watcher reads the flag, and a
-	// wake-up left pending here would be handed to that watcher.
-	unwatch()
 	// Let go after the modification in progress, if any.
 	h.slot <- struct{}{}
 	if h.lease == lease {

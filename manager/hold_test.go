@@ -99,6 +99,8 @@ func TestHeldModifyErrorsReleaseAndWriteNothing(t *testing.T) {
 
 func TestHoldWithABadDurationIsRefused(t *testing.T) {
 	srv := redistest.Start(t)
-	m := manager.New[counter](openLocker(t, srv, lock.WithTTL(time.Second)), manager.WithHold(time.Second))
+	m := manager.New[counter](openLocker(t, srv), manager.WithHold(-time.Second))
+	require.ErrorIs(t, m.Modify(context.Background(), "k", increment), manager.ErrInvalid)
+	m = manager.New[counter](openLocker(t, srv), manager.WithMaxStateSize(0))
 	require.ErrorIs(t, m.Modify(context.Background(), "k", increment), manager.ErrInvalid)
 }

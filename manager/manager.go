@@ -29,7 +29,9 @@ type Manager[T any] struct {
 	prefix string
 	ttl    time.Duration
 	hold   time.Duration
-	err    error // a bad option, reported by every call
+	// maxState is the largest encoded state written (WithMaxStateSize).
+	maxState int
+	err      error // a bad option, reported by every call
 
 	epoch    time.Time       // the origin of holding.lastWrite, on the monotonic clock
 	closed   context.Context // ends at Close: holds let go
@@ -48,7 +50,7 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 		o(&s)
 	}
 	m := &Manager[T]{
-		locker: l, codec: JSON[T]{}, prefix: s.prefix, ttl: s.ttl, hold: s.hold,
+		locker: l, codec: JSON[T]{}, prefix: s.prefix, ttl: s.ttl, hold: s.hold, maxState: s.maxState,
 		holds: map[string]*holding{}, epoch: time.Now(),
 	}
 	m.closed, m.close = context.WithCancel(context.Background())
@@ -64,8 +66,10 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 		m.err = fmt.Errorf("%w: nil Locker", ErrInvalid)
 	case s.ttl < time.Millisecond:
 		m.err = fmt.Errorf("%w: state TTL %v, want at least 1ms", ErrInvalid, s.ttl)
-	case s.hold < 0 || s.hold >= l.TTL():
-		m.err = fmt.Errorf("%w: hold %v, want 0 or shorter than the lock TTL %v", ErrInvalid, s.hold, l.TTL())
+	case s.hold < 0:
+		m.err = fmt.Errorf("%w: hold %v, want 0 or more", ErrInvalid, s.hold)
+	case s.maxState < 1:
+		m.err = fmt.Errorf("%w: state size limit %d, want at least 1 byte", ErrInvalid, s.maxState)
 	}
 	return m
 }
@@ -74,7 +78,9 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 func (m *Manager[T]) sinceEpoch() int64 { return int64(time.Since(m.epoch)) }
 
 // Key is where the state of token lives.
-func (m *Manager[T]) Key(token string) string { return lock.StateKey(m.prefix, token, ":state") }
+// It shares the hash tag of the token's lock, so that the lock's scripts
+// may write it on Redis Cluster too.
+func (m *Manager[T]) Key(token string) string { return m.prefix + "{" + token + "}:state" }
 
 // Close lets go of every lock held between modifications and waits for
 // that. Modify fails with ErrClosed afterwards; Get still works.
@@ -95,6 +101,10 @@ func (m *Manager[T]) check(ctx context.Context, token string) error {
 		return fmt.Errorf("%w: nil context", ErrInvalid)
 	case token == "":
 		return fmt.Errorf("%w: empty token", ErrInvalid)
+	case token[0] == '}':
+		// {}...: an empty hash tag, which would put the state in another
+		// cluster slot than the lock.
+		return fmt.Errorf("%w: token %q begins with '}'", ErrInvalid, token)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -19,15 +20,21 @@ import (
 //     lock.ErrNotHeld.
 //   - Undecodable state is an error naming the token and the key, and is
 //     not overwritten.
+//   - A result that encodes to more than the state size limit
+//     (WithMaxStateSize) is refused with an error matching ErrInvalid:
+//     nothing is written, as a read could not take it back.
+//   - An error is returned only when the write did not land, or when its
+//     outcome is unknown (an error matching conn.UncertainError): the
+//     server's reply decides, so retrying on ErrNotHeld never applies a
+//     change twice.
 //
 // The lock is released even when ctx ends during fn: the release, and the
 // write-back if fn succeeded, complete in the background.
 //
-// With WithHold, a Modify on a lock held from an earlier one may see
-// another instance ask for the lock while fn runs. Its result is then not
-// written: the lock goes to the other instance first, and fn runs again on
-// the state as it is after that. fn must therefore only compute the new
-// state from the one it is given.
+// With WithHold, fn may run twice for one Modify: when the state kept
+// from the last write turns out to be gone from Redis (it expired or was
+// deleted), nothing is written and fn runs again on T's zero value. fn
+// must therefore only compute the new state from the one it is given.
 func (m *Manager[T]) Modify(ctx context.Context, token string, fn func(*T) error) (err error) {
 	if err := m.check(ctx, token); err != nil {
 		return err
@@ -66,7 +73,7 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) e
 		return err
 	}
 	written = true
-	if err := lease.UnlockSetting(ctx, key, string(data), m.ttl); err != nil {
+	if _, err := lease.Commit(ctx, lock.Write{Key: key, Value: string(data), TTL: m.ttl}, false); err != nil {
 		return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 	}
 	return nil
@@ -84,6 +91,10 @@ func (m *Manager[T]) apply(token string, load func(*T) error, fn func(*T) error)
 	data, err := m.codec.Encode(&state)
 	if err != nil {
 		return nil, fmt.Errorf("manager: modify %q: encoding: %w", token, err)
+	}
+	if len(data) > m.maxState {
+		return nil, fmt.Errorf("%w: modify %q: the state encodes to %d bytes, over the %d-byte limit (WithMaxStateSize); nothing written",
+			ErrInvalid, token, len(data), m.maxState)
 	}
 	return data, nil
 }

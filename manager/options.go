@@ -1,19 +1,24 @@
 package manager
 
-import "time"
+import (
+	"time"
+
+	"github.com/batonlock/baton/resp"
+)
 
 // Option configures a Manager.
 type Option func(*settings)
 
 type settings struct {
-	prefix string
-	ttl    time.Duration
-	codec  any // a Codec[T], checked by New
-	hold   time.Duration
+	prefix   string
+	ttl      time.Duration
+	codec    any // a Codec[T], checked by New
+	hold     time.Duration
+	maxState int
 }
 
 func defaultSettings() settings {
-	return settings{prefix: "baton:", ttl: time.Hour}
+	return settings{prefix: "baton:", ttl: time.Hour, maxState: resp.DefaultMaxBulkLen}
 }
 
 // WithKeyPrefix sets the prefix of state keys: the state of token t lives
@@ -30,10 +35,18 @@ func WithStateTTL(d time.Duration) Option { return func(s *settings) { s.ttl = d
 // extends the lock. No write is deferred: every Modify writes its result
 // before it returns. The holder lets go at once when another instance asks
 // for the lock (after the Modify in progress, if any), when d passes with
-// no Modify, and on Close. d must be shorter than the Locker's TTL.
-// Default: 0, no hold.
+// no Modify, when the lease ends, and on Close. A d longer than the lock's
+// TTL holds at most the TTL, unless the Locker extends its leases
+// (lock.WithAutoExtend). Default: 0, no hold.
 func WithHold(d time.Duration) Option { return func(s *settings) { s.hold = d } }
 
 // WithCodec sets how state is encoded. c must be a Codec[T] for the
 // Manager's T. Default: JSON.
 func WithCodec[T any](c Codec[T]) Option { return func(s *settings) { s.codec = c } }
+
+// WithMaxStateSize caps the encoded size of a state that Modify writes, in
+// bytes. A state must be readable back: keep it at or under the bulk
+// length limit of the Locker's connection (resp.WithMaxBulkLen, passed
+// with conn.WithReaderOptions). Default: resp.DefaultMaxBulkLen (64 MiB),
+// that limit's default.
+func WithMaxStateSize(n int) Option { return func(s *settings) { s.maxState = n } }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
@@ -29,7 +30,7 @@ type scenario struct {
 
 var scenarios = []scenario{
 	{name: "fast", bound: -1},
-	{name: "fast-eval", lock: []lock.Option{lock.WithReleaseStyle(lock.ReleaseEval)}, bound: -1},
+	{name: "fast-eval", lock: []lock.Option{lock.Option(lockconf.WithReleaseStyle(lockconf.ReleaseEval))}, bound: -1},
 	{name: "fast+hold", hold: time.Second, bound: 2},
 	{name: "fair", lock: []lock.Option{lock.WithFair()}, bound: 1},
 	{name: "fair+hold", lock: []lock.Option{lock.WithFair()}, hold: time.Second, bound: 1},
@@ -52,7 +53,7 @@ func runScenario(t testing.TB, srv *redistest.Server, sc scenario) (passed int, 
 	b := manager.New[counter](openLocker(t, srv, sc.lock...), opts...)
 	defer a.Close()
 	defer b.Close()
-	order := watchServerOrder(t, srv, a.Key("session"), aLocker.WantedChannel("session"))
+	order := watchServerOrder(t, srv, a.Key("session"), "baton:{session}:wanted")
 	ctx := context.Background()
 
 	start := make(chan struct{})

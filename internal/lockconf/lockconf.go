@@ -1,0 +1,69 @@
+// Package lockconf holds the settings of a lock.Locker. They live here, not
+// in package lock, so that code inside this module (the manager's tests,
+// the demo, the benchmarks) can set the few that users have no business
+// with, such as the release style that reproduces the problem baton fixes,
+// while lock's exported options stay the ones a service needs.
+//
+// Concurrency: Options is a plain value, filled in before a Locker is made
+// and read-only afterwards.
+package lockconf
+
+import (
+	"time"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/subscriber"
+)
+
+// Options are a Locker's settings. The defaults are documented on lock's
+// options that set them.
+type Options struct {
+	TTL               time.Duration
+	Fair              bool
+	QueueLease        time.Duration
+	AutoExtend        bool
+	Prefix            string
+	ReleaseStyle      ReleaseStyle
+	ReleaseTimeout    time.Duration
+	FenceRetention    time.Duration
+	EvictionAllowed   bool
+	ConnOptions       []conn.Option
+	SubscriberOptions []subscriber.Option
+}
+
+// ReleaseStyle is how a fast-mode release is sent.
+type ReleaseStyle int
+
+const (
+	// ReleasePingEval sends PING and the compare-and-delete script in one
+	// write. Redis then writes the keyspace notification to waiters before
+	// the releaser's reply, so a remote waiter gets a head start on the
+	// next acquire. What every Locker does.
+	ReleasePingEval ReleaseStyle = iota
+	// ReleaseEval sends the compare-and-delete script alone. Redis writes
+	// the releaser's reply first, so a releaser that locks again at once
+	// usually wins: the behaviour baton exists to fix, kept to show it.
+	ReleaseEval
+	// ReleaseGetDel sends GETDEL and compares the owner afterwards. It is
+	// NOT safe: a lease that expired deletes its successor's lock. For
+	// comparing reply orders only.
+	ReleaseGetDel
+)
+
+func (s ReleaseStyle) String() string {
+	switch s {
+	case ReleasePingEval:
+		return "ping+eval"
+	case ReleaseEval:
+		return "eval"
+	case ReleaseGetDel:
+		return "getdel"
+	}
+	return "unknown"
+}
+
+// WithReleaseStyle is the option (a func(*Options), convertible to
+// lock.Option) that picks the release style.
+func WithReleaseStyle(s ReleaseStyle) func(*Options) {
+	return func(o *Options) { o.ReleaseStyle = s }
+}

@@ -1,0 +1,176 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/subscriber"
+)
+
+// takeOver has other poll TryLock on key until it acquires, and checks
+// that held's local deadline had passed by the time other's reply came:
+// the moment other's lock was set lies before that reply, so a deadline
+// after it is a second holder. It returns other's lease.
+func takeOver(t *testing.T, held *lock.Lease, other *lock.Locker, key string) *lock.Lease {
+	t.Helper()
+	for {
+		ls, err := other.TryLock(context.Background(), key)
+		if errors.Is(err, lock.ErrNotAcquired) {
+			continue
+		}
+		replied := time.Now()
+		require.NoError(t, err)
+		require.False(t, lock.Deadline(held).After(replied),
+			"a second owner acquired %v before the first lease's deadline", lock.Deadline(held).Sub(replied))
+		return ls
+	}
+}
+
+func TestASubMillisecondTTLEndsTheLeaseBeforeTheLock(t *testing.T) {
+	srv := redistest.Start(t)
+	const ttl = 10*time.Millisecond + 900*time.Microsecond
+	a := open(t, srv, lock.WithTTL(ttl))
+	b := open(t, srv, lock.WithTTL(time.Minute))
+	for range 200 {
+		ls := mustLock(t, a, "k")
+		require.LessOrEqual(t, srv.Do(t, "PTTL", "baton:{k}").Int, int64(11))
+		mustUnlock(t, takeOver(t, ls, b, "k"))
+	}
+}
+
+func TestFencingTokensIncreaseAcrossARestartAndALostCounter(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := redistest.Start(t)
+			var opts []lock.Option
+			if mode == "fair" {
+				opts = append(opts, lock.WithFair())
+			}
+			l := open(t, srv, opts...)
+			var last uint64
+			next := func(why string) {
+				ls := mustLock(t, l, "k")
+				require.Greater(t, ls.Token(), last, why)
+				last = ls.Token()
+				mustUnlock(t, ls)
+			}
+			next("first")
+			next("second")
+			srv.Restart(t) // no persistence: every key is gone
+			next("after a restart without persistence")
+			srv.Do(t, "DEL", "baton:{k}:fence")
+			next("after the counter expired or was evicted")
+			srv.Do(t, "SET", "baton:{k}:fence", "7")
+			next("after a restart from an old snapshot")
+			srv.Do(t, "SET", "baton:{k}:fence", "garbage")
+			next("after the counter was garbled")
+		})
+	}
+}
+
+func TestEveryKeyHasATTL(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := redistest.Start(t)
+			var opts []lock.Option
+			if mode == "fair" {
+				opts = append(opts, lock.WithFair())
+			}
+			holder, waiter := open(t, srv, opts...), open(t, srv, opts...)
+			for i := range 100 {
+				key := "session:" + strconv.Itoa(i)
+				ls := mustLock(t, holder, key)
+				// A waiter that asks (fast) or queues (fair), then gives up.
+				ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+				_, err := waiter.Lock(ctx, key)
+				cancel()
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				mustUnlock(t, ls)
+			}
+			keys := srv.Do(t, "KEYS", "*")
+			require.NotEmpty(t, keys.Elems)
+			for _, k := range keys.Elems {
+				require.Positive(t, srv.Do(t, "PTTL", k.Str).Int, "key %s has no TTL", k.Str)
+			}
+		})
+	}
+}
+
+func TestOpenRefusesAServerThatMayEvictALock(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithConfig("maxmemory 100mb", "maxmemory-policy allkeys-lru"))
+	ctx := context.Background()
+	_, err := lock.Open(ctx, srv.Addr)
+	require.ErrorIs(t, err, lock.ErrInvalid)
+	require.ErrorContains(t, err, "maxmemory-policy")
+	for _, policy := range []string{"volatile-lru", "volatile-ttl", "allkeys-random"} {
+		srv.Do(t, "CONFIG", "SET", "maxmemory-policy", policy)
+		_, err := lock.Open(ctx, srv.Addr)
+		require.ErrorIs(t, err, lock.ErrInvalid, policy)
+	}
+	l, err := lock.Open(ctx, srv.Addr, lock.WithEvictionAllowed())
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+	srv.Do(t, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+	l, err = lock.Open(ctx, srv.Addr)
+	require.NoError(t, err)
+	require.NoError(t, l.Close())
+}
+
+func TestKeysThatWouldSplitAcrossSlotsAreRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	l := open(t, srv)
+	for _, key := range []string{"}", "}x", "}s", "}{a}"} {
+		_, err := l.TryLock(context.Background(), key)
+		require.ErrorIs(t, err, lock.ErrInvalid, key)
+	}
+	_, err := lock.Open(context.Background(), srv.Addr, lock.WithKeyPrefix("app{}:"))
+	require.ErrorIs(t, err, lock.ErrInvalid)
+	require.Zero(t, srv.Do(t, "DBSIZE").Int, "a refused key sent nothing")
+}
+
+// stalledSubscriber delays the subscriber's reads while on is set, as a
+// pub/sub connection that stalls would.
+func stalledSubscriber(on *atomic.Bool, d time.Duration) lock.Option {
+	return lock.WithSubscriberOptions(subscriber.WithConnOptions(conn.WithTap(func(dir conn.Direction, _ []byte) {
+		if dir == conn.Read && on.Load() {
+			time.Sleep(d)
+		}
+	})))
+}
+
+func TestAFairHandOffLearntAtARenewalEndsBeforeTheLock(t *testing.T) {
+	srv := redistest.Start(t)
+	const ttl = 300 * time.Millisecond
+	fair := []lock.Option{lock.WithFair(), lock.WithTTL(ttl), lock.WithQueueLease(90 * time.Millisecond)}
+	holder := open(t, srv, fair...)
+	var stalled atomic.Bool
+	waiter := open(t, srv, append(fair, stalledSubscriber(&stalled, 700*time.Millisecond))...)
+	other := open(t, srv, fair...)
+	for range 5 {
+		held := mustLock(t, holder, "k")
+		got := make(chan *lock.Lease, 1)
+		go func() {
+			ls, err := waiter.Lock(context.Background(), "k")
+			if err != nil {
+				ls = nil
+			}
+			got <- ls
+		}()
+		require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+		stalled.Store(true) // the hand-off's message will come late
+		mustUnlock(t, held)
+		ls := <-got
+		stalled.Store(false)
+		require.NotNil(t, ls)
+		mustUnlock(t, takeOver(t, ls, other, "k"))
+	}
+}

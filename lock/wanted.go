@@ -1,0 +1,61 @@
+package lock
+
+// Wanted is closed when another owner asks for the lock while this lease
+// holds it: in fast mode a Lock that found it held (its request stands
+// until it acquires or gives up), in fair mode a waiter that queued. A
+// holder that keeps the lock between pieces of work (package manager's
+// hold) lets go when it closes. A request that stood before Wanted was
+// first called closes it at once. It never closes after the lease ended.
+func (ls *Lease) Wanted() <-chan struct{} {
+	done := ls.Done()
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.wanted != nil {
+		return ls.wanted
+	}
+	wanted := make(chan struct{})
+	ls.wanted = wanted
+	if ls.state == held {
+		ls.c.l.spawn(func() { ls.watchWanted(done, wanted) })
+	}
+	return wanted
+}
+
+// watchWanted closes wanted when a request is heard on the lock's wanted
+// channel, or found standing once the subscription is in place, until the
+// lease ends or the Locker closes.
+func (ls *Lease) watchWanted(done <-chan struct{}, wanted chan struct{}) {
+	c, l := ls.c, ls.c.l
+	w, err := l.sub.WatchChannel(l.bgCtx, c.names.wanted)
+	if err != nil {
+		return // the Locker or its subscriber is closing
+	}
+	defer w.Close()
+	if ls.requestStands() {
+		close(wanted)
+		return
+	}
+	select {
+	case <-w.Wake():
+		close(wanted)
+	case <-done:
+	case <-l.bgCtx.Done():
+	}
+}
+
+// requestStands reads whether another owner's request stands.
+func (ls *Lease) requestStands() bool {
+	c, l := ls.c, ls.c.l
+	if l.opts.Fair {
+		v, err := l.client.Do(l.bgCtx, "ZCARD", c.names.queue)
+		return err == nil && v.Int > 0
+	}
+	v, err := l.client.Do(l.bgCtx, "GET", c.names.wanted)
+	return err == nil && v.Str != "" && !hasOwner(v.Str, c.owner)
+}
+
+// hasOwner reports whether a request "<owner> <waiter-id> <channel>" is
+// owner's.
+func hasOwner(request, owner string) bool {
+	return len(request) > len(owner) && request[:len(owner)] == owner && request[len(owner)] == ' '
+}
