@@ -14,7 +14,12 @@ type call struct {
 	got     int          // replies filled in; reader goroutine only
 	replies []resp.Value // written by the reader goroutine before done
 	one     [1]resp.Value
-	err     error // set before done when the connection failed
+	err     error // set before done when the connection failed or a reply was over a limit
+
+	// overLimit is the first of the call's replies that was over a reader
+	// limit (a *resp.LimitError); the call fails with it once its last
+	// reply is in. Reader goroutine only.
+	overLimit error
 
 	// answeredByPush marks a DoPush call: its command is answered by push
 	// frames and its one reply is the PING's that follows, unless an error
@@ -44,7 +49,7 @@ func newCall(replies []resp.Value) *call {
 	if replies == nil {
 		replies = c.one[:]
 	}
-	c.n, c.got, c.err, c.replies = len(replies), 0, nil, replies
+	c.n, c.got, c.err, c.overLimit, c.replies = len(replies), 0, nil, nil, replies
 	c.answeredByPush, c.commandFailed = false, false
 	c.state.Store(waiting)
 	return c
@@ -59,7 +64,7 @@ func (c *call) release() {
 }
 
 // complete settles the call from the reader's side (or from a failing
-// connection). It reports false when the caller had already given up.
+// connection).
 func (c *call) complete(err error) {
 	c.err = err
 	if c.state.CompareAndSwap(waiting, completed) {

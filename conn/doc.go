@@ -12,8 +12,14 @@
 // contiguous, in one write. One reader goroutine per connection decodes
 // replies and completes calls in the order their commands were written. A
 // caller whose context ends returns at once; its reply is still read and
-// dropped, so later replies never shift. When the connection breaks, every
-// call in flight fails with an [*UncertainError], because its command may or
-// may not have run, and the connection refuses further calls. Close stops the
-// reader goroutine and waits for it.
+// dropped, so later replies never shift. A reply over one of the reader's
+// limits (see [WithReaderOptions]) is read past and dropped, and fails its
+// own call alone, with an error matching resp.ErrLimit: the command did run;
+// a call of several commands fails as a whole. The connection stays in step
+// and usable, and the calls around it get their own replies. A push frame
+// over a limit is dropped. When the connection breaks (an I/O error, bytes
+// that are not valid RESP, a reply nobody asked for), every call in flight
+// fails with an [*UncertainError], because its command may or may not have
+// run, and the connection refuses further calls. Close stops the reader
+// goroutine and waits for it.
 package conn

@@ -10,7 +10,8 @@ var ErrClosed = errors.New("conn: connection closed")
 
 // ErrBroken is matched by the errors of a connection that failed: an I/O
 // error, a protocol error in the server's replies, or a reply nobody asked
-// for. Nothing more can be sent on it; a Client dials a new one.
+// for (a reply over a reader limit is none of these). Nothing more can be
+// sent on it; a Client dials a new one.
 var ErrBroken = errors.New("conn: connection broken")
 
 // UncertainError is the error of a call that was in flight when its

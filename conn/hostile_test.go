@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
@@ -18,23 +19,26 @@ import (
 // TestHostileRepliesBreakTheConnectionCleanly serves bytes that no correct
 // server sends. Each must fail the call with a clear error, close the
 // connection, and never panic, hang past the context, or allocate without
-// bound.
+// bound. (Replies that are valid but over a limit fail only their own call:
+// see limit_test.go.)
 func TestHostileRepliesBreakTheConnectionCleanly(t *testing.T) {
 	tests := []struct {
 		name  string
 		reply string
+		opts  []resp.ReaderOption
 		cut   bool // close after the reply, rather than stall
 		want  error
 	}{
 		{name: "garbage type byte", reply: "?what\r\n", want: resp.ErrProtocol},
 		{name: "truncated frame", reply: "$10\r\nabc", cut: true, want: io.ErrUnexpectedEOF},
 		{name: "truncated line", reply: "+OK", cut: true, want: io.ErrUnexpectedEOF},
-		{name: "huge bulk length", reply: "$99999999999\r\n", want: resp.ErrLimit},
 		{name: "bulk length past int64", reply: "$99999999999999999999\r\n", want: resp.ErrProtocol},
-		{name: "huge array length", reply: "*2000000000\r\n", want: resp.ErrLimit},
 		{name: "negative bulk length", reply: "$-5\r\n", want: resp.ErrProtocol},
 		{name: "negative array length", reply: "*-2\r\n", want: resp.ErrProtocol},
-		{name: "deep nesting", reply: strings.Repeat("*1\r\n", 1000) + ":1\r\n", want: resp.ErrLimit},
+		{name: "huge bulk length, cut short", reply: "$99999999999\r\nabc", cut: true, want: io.ErrUnexpectedEOF},
+		{name: "deep nesting, cut short", reply: strings.Repeat("*1\r\n", 1000), cut: true, want: io.ErrUnexpectedEOF},
+		{name: "bulk over the limit without CRLF", reply: "$2000\r\n" + strings.Repeat("x", 2000) + "XY", opts: []resp.ReaderOption{resp.WithMaxBulkLen(1024)}, want: resp.ErrProtocol},
+		{name: "garbage in an array over the limit", reply: "*2000000000\r\n:1\r\n?\r\n", want: resp.ErrProtocol},
 		{name: "bare LF", reply: "+OK\n", want: resp.ErrProtocol},
 		{name: "bulk without CRLF", reply: "$3\r\nabcXY", want: resp.ErrProtocol},
 		{name: "push frame on RESP2", reply: ">2\r\n+message\r\n+x\r\n", want: resp.ErrProtocol},
@@ -51,16 +55,16 @@ func TestHostileRepliesBreakTheConnectionCleanly(t *testing.T) {
 				if !s.Expect("GET", "k") {
 					return
 				}
-				require.NoError(t, s.Send(tt.reply))
+				assert.NoError(t, s.Send(tt.reply))
 				if tt.cut {
 					s.Cut()
 					return
 				}
 				// The client must hang up on its own.
 				_, err := s.ReadCommand()
-				require.Error(t, err)
+				assert.Error(t, err)
 			})
-			c := dial(t, fake.Addr)
+			c := dial(t, fake.Addr, conn.WithReaderOptions(tt.opts...))
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 
@@ -70,6 +74,7 @@ func TestHostileRepliesBreakTheConnectionCleanly(t *testing.T) {
 			} else {
 				require.ErrorIs(t, err, conn.ErrBroken)
 				require.ErrorIs(t, err, tt.want)
+				require.NotErrorIs(t, err, resp.ErrLimit)
 				var uncertain *conn.UncertainError
 				require.ErrorAs(t, err, &uncertain)
 			}

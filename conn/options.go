@@ -91,8 +91,10 @@ func WithTap(fn func(dir Direction, p []byte)) Option { return func(o *options) 
 // frames are dropped.
 func WithPushHandler(fn func(resp.Value)) Option { return func(o *options) { o.pushHandler = fn } }
 
-// WithReaderOptions passes limits and settings to the reply reader. Default:
-// resp's defaults (64 MiB bulk, 1,048,576 elements, depth 16).
+// WithReaderOptions passes limits and settings to the reply reader. A reply
+// over a limit fails its own call with an error matching resp.ErrLimit, and
+// leaves the connection usable. Default: resp's defaults (64 MiB bulk,
+// 1,048,576 elements, depth 16, 128 MiB of memory per reply).
 func WithReaderOptions(opts ...resp.ReaderOption) Option {
 	return func(o *options) { o.readerOptions = append(o.readerOptions, opts...) }
 }

@@ -11,15 +11,25 @@ import (
 
 // readLoop decodes replies and completes calls in order until the
 // connection fails or closes. It is the connection's one goroutine.
+//
+// A reply over a reader limit has been read past by the reader, so the
+// stream is still in step: it fails its own call and nothing else. A push
+// frame over a limit answers no call and is dropped.
 func (c *Conn) readLoop() {
 	defer close(c.readerDone)
 	for {
 		v, err := c.rd.Read()
+		var lim *resp.LimitError
 		if err != nil {
-			c.mu.Lock()
-			c.failLocked(readFailure(err))
-			c.mu.Unlock()
-			return
+			if lim = limitError(err); lim == nil {
+				c.mu.Lock()
+				c.failLocked(readFailure(err))
+				c.mu.Unlock()
+				return
+			}
+			if lim.Type == resp.Push {
+				continue
+			}
 		}
 		if v.Type == resp.Push {
 			if c.opts.pushHandler != nil {
@@ -30,17 +40,29 @@ func (c *Conn) readLoop() {
 		c.mu.Lock()
 		cl := c.pending.front()
 		if cl == nil {
-			c.failLocked(fmt.Errorf("%w: a reply arrived with no command pending: %.80s", ErrBroken, v.String()))
+			what := v.String()
+			if lim != nil {
+				what = lim.Error()
+			}
+			c.failLocked(fmt.Errorf("%w: a reply arrived with no command pending: %.80s", ErrBroken, what))
 			c.mu.Unlock()
 			return
 		}
-		if cl.answeredByPush && !cl.commandFailed && v.Err() != nil {
+		if cl.answeredByPush && !cl.commandFailed && (v.Err() != nil || lim != nil && isErrorType(lim.Type)) {
 			// The command itself was refused; its PING's reply is next.
 			cl.replies[0], cl.commandFailed = v, true
+			if lim != nil {
+				cl.overLimit = lim
+			}
 			c.mu.Unlock()
 			continue
 		}
-		if !cl.commandFailed {
+		switch {
+		case lim != nil:
+			if cl.overLimit == nil {
+				cl.overLimit = lim
+			}
+		case !cl.commandFailed:
 			cl.replies[cl.got] = v
 		}
 		cl.got++
@@ -50,10 +72,23 @@ func (c *Conn) readLoop() {
 		}
 		c.mu.Unlock()
 		if finished {
-			cl.complete(nil)
+			cl.complete(cl.overLimit)
 		}
 	}
 }
+
+// limitError returns err as a *resp.LimitError, or nil if it is another
+// error. It is apart from readLoop so that its target escapes to the heap
+// only when a read failed.
+func limitError(err error) *resp.LimitError {
+	var lim *resp.LimitError
+	if errors.As(err, &lim) {
+		return lim
+	}
+	return nil
+}
+
+func isErrorType(t resp.Type) bool { return t == resp.ErrorReply || t == resp.BulkError }
 
 func readFailure(err error) error {
 	if errors.Is(err, io.EOF) {

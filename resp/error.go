@@ -2,6 +2,7 @@ package resp
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 )
 
@@ -9,10 +10,34 @@ import (
 // RESP. The connection that produced them is out of step and must be closed.
 var ErrProtocol = errors.New("resp: protocol error")
 
-// ErrLimit is matched by errors for frames over a Reader's limits (bulk
-// length, aggregate length, nesting depth). Nothing was allocated for the
-// frame. Like a protocol error, it leaves the stream unusable.
+// ErrLimit is matched by the errors of replies over a Reader's limits (bulk
+// length, aggregate length, nesting depth, reply memory), which are
+// [*LimitError]. Nothing over a limit is allocated, and the Reader reads
+// past the rest of the frame, so unlike every other error of Read it does
+// not leave the stream unusable.
 var ErrLimit = errors.New("resp: frame over limit")
+
+// LimitError is the error of a frame over one of a Reader's limits. Read
+// returns it only once it has read past the whole frame, in bounded memory
+// and keeping none of it, so the stream is still in step: the error is not
+// sticky, and the next Read returns the next frame. If the stream fails
+// while the frame is being read past (it ends, or its bytes are not valid
+// RESP), Read returns that failure instead, and it is sticky. LimitError
+// matches ErrLimit.
+type LimitError struct {
+	// Type is the type of the frame that was dropped, after any
+	// attributes: a Push frame over a limit is a push frame, not a reply.
+	Type Type
+
+	msg string // which limit, and by how much
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("%v: %s (the %s frame was read past and dropped)", ErrLimit, e.msg, e.Type)
+}
+
+// Unwrap makes errors.Is(err, ErrLimit) hold.
+func (e *LimitError) Unwrap() error { return ErrLimit }
 
 // Error is an error reply from the server.
 //

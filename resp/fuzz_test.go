@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"strings"
 	"testing"
@@ -16,8 +17,10 @@ import (
 )
 
 // FuzzReader checks the Reader against github.com/tidwall/resp, a RESP2
-// reader written independently, on the first frame of any input, and checks
-// that the Reader in RESP3 mode never panics and returns bounded values.
+// reader written independently, on the first frame of any input; checks
+// that the Reader in RESP3 mode never panics and returns bounded values; and
+// checks that a Reader with tight limits, which reads past the frames over
+// them, stays in step with one that decodes every frame.
 //
 // The two readers legitimately differ in these ways, each found in tidwall's
 // resp.go (v0.1.1) and each taken into account below:
@@ -35,7 +38,8 @@ import (
 //  4. tidwall reads every negative bulk or array length as null ("$-5");
 //     ours accepts only -1, the one the spec defines.
 //  5. tidwall answers an array length over 1024*1024 with a null value and no
-//     error, without reading the elements; ours fails with ErrLimit.
+//     error, without reading the elements; ours reads past the elements and
+//     fails with ErrLimit.
 //  6. ours limits nesting depth; here the limit exceeds what the input could
 //     nest.
 //
@@ -56,6 +60,7 @@ func FuzzReader(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		checkRESP3(t, in)
+		checkSkipsInStep(t, in)
 		compareWithTidwall(t, tame(in))
 	})
 }
@@ -67,6 +72,9 @@ func fuzzSeeds() []string {
 	}
 	for _, b := range badFrames {
 		seeds = append(seeds, b.in)
+	}
+	for _, l := range overLimitFrames {
+		seeds = append(seeds, l.in)
 	}
 	seeds = append(seeds,
 		// Where the two readers differ; see FuzzReader.
@@ -90,13 +98,23 @@ func fuzzSeeds() []string {
 
 // checkRESP3 reads every frame of in with a default Reader. It must not
 // panic; each value must be well formed and no bigger than the bytes it was
-// read from; each error must be one of the four kinds, and sticky.
+// read from; each error must be one of the four kinds; a limit error must
+// be a *resp.LimitError that read past at least a type byte, after which
+// reading goes on; every other error must be sticky.
 func checkRESP3(t *testing.T, in []byte) {
 	src := bytes.NewReader(in)
 	r := resp.NewReader(src)
 	pos := 0
 	for {
 		v, err := r.Read()
+		if errors.Is(err, resp.ErrLimit) {
+			var lim *resp.LimitError
+			require.ErrorAs(t, err, &lim)
+			end := len(in) - src.Len() - r.Buffered()
+			require.Greater(t, end, pos, "a limit error that read nothing")
+			pos = end
+			continue
+		}
 		if err != nil {
 			require.True(t,
 				errors.Is(err, resp.ErrProtocol) || errors.Is(err, resp.ErrLimit) ||
@@ -113,6 +131,35 @@ func checkRESP3(t *testing.T, in []byte) {
 		require.NoError(t, wellFormed(v))
 		require.LessOrEqual(t, cost(v), end-pos, "value %v from %q", v, in[pos:end])
 		pos = end
+	}
+}
+
+// checkSkipsInStep reads in with a Reader whose limits the input cannot
+// reach and with one whose limits are tight, frame by frame. While the
+// first decodes frames, the second must decode each to the same value or
+// fail with a limit error for it, and both must end the frame at the same
+// byte: reading past a frame follows the same framing as decoding it.
+func checkSkipsInStep(t *testing.T, in []byte) {
+	looseSrc, tightSrc := bytes.NewReader(in), bytes.NewReader(in)
+	loose := resp.NewReader(looseSrc, resp.WithMaxDepth(len(in)+1), resp.WithMaxReplyMemory(math.MaxInt))
+	tight := resp.NewReader(tightSrc, resp.WithBufferSize(16),
+		resp.WithMaxBulkLen(4), resp.WithMaxAggregateLen(3), resp.WithMaxDepth(2), resp.WithMaxReplyMemory(5*valueSize))
+	for {
+		lv, lerr := loose.Read()
+		tv, terr := tight.Read()
+		if lerr != nil {
+			if errors.Is(lerr, io.EOF) {
+				require.Equal(t, io.EOF, terr, "the tight reader is not at the end of %q", in)
+			}
+			return
+		}
+		if terr == nil {
+			require.Equal(t, withoutNaN(lv), withoutNaN(tv), "values read from %q", in)
+		} else {
+			require.ErrorIs(t, terr, resp.ErrLimit, "the tight reader failed on %v from %q", lv, in)
+		}
+		require.Equal(t, len(in)-looseSrc.Len()-loose.Buffered(), len(in)-tightSrc.Len()-tight.Buffered(),
+			"the readers ended %v at different bytes of %q", lv, in)
 	}
 }
 
@@ -173,6 +220,7 @@ func compareWithTidwall(t *testing.T, b []byte) {
 		resp.WithMaxBulkLen(512<<20),          // tidwall: 512 MiB
 		resp.WithMaxAggregateLen(1024*1024),   // tidwall: 1024*1024 elements
 		resp.WithMaxDepth(max(10000, len(b))), // tidwall: none
+		resp.WithMaxReplyMemory(math.MaxInt),  // tidwall: none
 		// A small buffer, its size drawn from the input, sends lines of
 		// most lengths through the path for lines longer than the buffer;
 		// checkRESP3 covers the default one.

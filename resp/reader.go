@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strconv"
 	"unsafe"
@@ -13,21 +14,30 @@ import (
 
 // Reader decodes replies from a buffered stream.
 //
-// Errors are sticky, as in bufio: after a protocol error, a limit error or a
-// failed read, every later Read returns the same error, because the stream
-// can no longer be trusted to be in step.
+// Errors are sticky, as in bufio: after a protocol error or a failed read,
+// every later Read returns the same error, because the stream can no longer
+// be trusted to be in step. A frame over a limit is the exception: the
+// Reader reads past it and returns a [*LimitError], and the next Read goes
+// on with the next frame.
 type Reader struct {
 	br              *bufio.Reader
 	maxBulkLen      int
 	maxAggregateLen int
 	maxDepth        int
+	maxReplyMemory  int
 	bufferSize      int
 	resp2           bool
 
 	err   error
-	arena []byte // see intern
-	long  []byte // reused for lines longer than the read buffer
+	used  int      // memory charged to the reply being read; see charge
+	left  leftover // what a frame over a limit still holds; see skipRest
+	arena []byte   // see intern
+	long  []byte   // reused for lines longer than the read buffer
 }
+
+// valueSize is what one element of an aggregate costs in memory, whatever
+// it holds, besides its strings.
+const valueSize = int(unsafe.Sizeof(Value{}))
 
 // NewReader returns a Reader of RESP frames from rd.
 func NewReader(rd io.Reader, opts ...ReaderOption) *Reader {
@@ -35,6 +45,7 @@ func NewReader(rd io.Reader, opts ...ReaderOption) *Reader {
 		maxBulkLen:      DefaultMaxBulkLen,
 		maxAggregateLen: DefaultMaxAggregateLen,
 		maxDepth:        DefaultMaxDepth,
+		maxReplyMemory:  DefaultMaxReplyMemory,
 		bufferSize:      DefaultBufferSize,
 	}
 	for _, o := range opts {
@@ -51,7 +62,8 @@ func (r *Reader) Buffered() int { return r.br.Buffered() }
 // Read decodes the next frame. At a clean end of stream, between frames, it
 // returns io.EOF; a stream that ends inside a frame gives
 // io.ErrUnexpectedEOF. An error reply from the server is a Value of type
-// ErrorReply or BulkError, not an error of Read.
+// ErrorReply or BulkError, not an error of Read. A frame over a limit gives
+// a *LimitError, once the frame has been read past; see LimitError.
 func (r *Reader) Read() (Value, error) {
 	if r.err != nil {
 		return Value{}, r.err
@@ -61,15 +73,25 @@ func (r *Reader) Read() (Value, error) {
 		r.err = err
 		return Value{}, err
 	}
+	r.used = 0
 	v, err := r.readFrame(Type(t), 0)
-	if err != nil {
-		if errors.Is(err, io.EOF) {
-			err = io.ErrUnexpectedEOF
-		}
-		r.err = err
-		return Value{}, err
+	if err == nil {
+		return v, nil
 	}
-	return v, nil
+	lim, over := err.(*LimitError)
+	if over {
+		if err = r.skipRest(lim); err == nil {
+			return Value{}, lim
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	if over {
+		err = fmt.Errorf("%w (while reading past a frame over a limit: %s)", err, lim.msg)
+	}
+	r.err = err
+	return Value{}, err
 }
 
 func (r *Reader) readValue(depth int) (Value, error) {
@@ -89,6 +111,14 @@ func (r *Reader) readFrame(t Type, depth int) (Value, error) {
 		// them cannot grow the stack; their pairs share one element budget.
 		var err error
 		if attrs, err = r.readElems(t, attrs, depth); err != nil {
+			if _, ok := err.(*LimitError); ok {
+				// The value the attributes belong to is still to come.
+				if depth == 0 {
+					r.left.top = true
+				} else {
+					r.left.elems = addCounts(r.left.elems, 1)
+				}
+			}
 			return Value{}, err
 		}
 		b, err := r.br.ReadByte()
@@ -98,6 +128,9 @@ func (r *Reader) readFrame(t Type, depth int) (Value, error) {
 		t = Type(b)
 	}
 	v, err := r.readPlain(t, depth)
+	if lim, ok := err.(*LimitError); ok && depth == 0 {
+		lim.Type = t
+	}
 	v.Attrs = attrs
 	return v, err
 }
@@ -127,9 +160,17 @@ func (r *Reader) readPlain(t Type, depth int) (Value, error) {
 		}
 		v.Int = n
 	case Bulk, BulkError, Verbatim:
-		n, err := r.readLength(t, r.maxBulkLen)
+		n, err := r.readLength(t)
 		if err != nil || n < 0 {
 			return Value{Type: Null}, err
+		}
+		if n > r.maxBulkLen {
+			r.left.partial, r.left.bulk = partialBulk, n
+			return v, overLimit("%s length %d, limit %d", t, n, r.maxBulkLen)
+		}
+		if !r.charge(n) {
+			r.left.partial, r.left.bulk = partialBulk, n
+			return v, r.overMemory()
 		}
 		if v.Str, err = r.readBulk(n); err != nil {
 			return v, err
@@ -141,11 +182,11 @@ func (r *Reader) readPlain(t Type, depth int) (Value, error) {
 			v.Format, v.Str = v.Str[:3], v.Str[4:]
 		}
 	case Array, Set, Push, Map:
-		n, err := r.readCount(t)
+		n, err := r.readLength(t)
 		if err != nil || n < 0 {
 			return Value{Type: Null}, err
 		}
-		if v.Elems, err = r.readElemsOf(t, n, nil, depth); err != nil {
+		if v.Elems, err = r.readElemsOf(t, elemCount(t, n), nil, depth); err != nil {
 			return v, err
 		}
 	case Null:
@@ -204,61 +245,76 @@ func isRESP2(t Type) bool {
 // readElems reads the count line of an aggregate of type t and then its
 // elements, appending them to elems.
 func (r *Reader) readElems(t Type, elems []Value, depth int) ([]Value, error) {
-	n, err := r.readCount(t)
+	n, err := r.readLength(t)
 	if err != nil {
 		return nil, err
 	}
 	if n < 0 {
 		return nil, protocolError("null %s", t)
 	}
-	return r.readElemsOf(t, n, elems, depth)
+	return r.readElemsOf(t, elemCount(t, n), elems, depth)
 }
 
-// readCount reads an aggregate's count line, checked against the element
-// budget. It returns -1 for RESP2's null array.
-func (r *Reader) readCount(t Type) (int, error) {
-	limit := r.maxAggregateLen
+// elemCount is how many elements follow the header of an aggregate of type
+// t and length n: a map or attribute has n pairs.
+func elemCount(t Type, n int) int {
 	if t == Map || t == Attribute {
-		limit /= 2 // pairs
+		return addCounts(n, n)
 	}
-	return r.readLength(t, limit)
+	return n
 }
 
-func (r *Reader) readElemsOf(t Type, n int, elems []Value, depth int) ([]Value, error) {
-	if depth+1 > r.maxDepth {
-		return nil, fmt.Errorf("%w: %s nested %d deep, limit %d", ErrLimit, t, depth+1, r.maxDepth)
+// readElemsOf reads count elements of an aggregate of type t, appending
+// them to elems, after checking the aggregate against the limits. Over a
+// limit, its elements are left to skipRest.
+func (r *Reader) readElemsOf(t Type, count int, elems []Value, depth int) ([]Value, error) {
+	switch {
+	case depth+1 > r.maxDepth:
+		r.left.elems = addCounts(r.left.elems, count)
+		return nil, overLimit("%s nested %d deep, limit %d", t, depth+1, r.maxDepth)
+	case count > r.maxAggregateLen-len(elems):
+		r.left.elems = addCounts(r.left.elems, count)
+		return nil, overLimit("%s of %d elements, limit %d", t, addCounts(len(elems), count), r.maxAggregateLen)
+	case count > (r.maxReplyMemory-r.used)/valueSize:
+		r.left.elems = addCounts(r.left.elems, count)
+		return nil, r.overMemory()
 	}
-	count := n
-	if t == Map || t == Attribute {
-		count = 2 * n
-	}
-	if len(elems)+count > r.maxAggregateLen {
-		return nil, fmt.Errorf("%w: %s of %d elements, limit %d", ErrLimit, t, len(elems)+count, r.maxAggregateLen)
-	}
+	r.used += count * valueSize
 	if count == 0 {
 		if elems == nil {
 			elems = []Value{}
 		}
 		return elems, nil
 	}
+	want := len(elems) + count
 	if elems == nil {
 		// Reserve no more than a modest amount before the elements arrive:
 		// a hostile count must not buy a large allocation on its own.
 		elems = make([]Value, 0, min(count, 1024))
 	}
-	for range count {
+	for i := range count {
 		e, err := r.readValue(depth + 1)
 		if err != nil {
+			if _, ok := err.(*LimitError); ok {
+				r.left.elems = addCounts(r.left.elems, count-i-1)
+			}
 			return nil, err
+		}
+		if len(elems) == cap(elems) {
+			// Grow by doubling, as append would, but never past the
+			// declared count: the memory charged is what is kept.
+			grown := make([]Value, len(elems), min(want, max(2*cap(elems), 8)))
+			copy(grown, elems)
+			elems = grown
 		}
 		elems = append(elems, e)
 	}
 	return elems, nil
 }
 
-// readLength reads a count line and checks it against limit. Only RESP2's
-// bulk and array may be -1, their null; the result is then -1.
-func (r *Reader) readLength(t Type, limit int) (int, error) {
+// readLength reads a count line. Only RESP2's bulk and array may be -1,
+// their null; the result is then -1.
+func (r *Reader) readLength(t Type) (int, error) {
 	line, err := r.readNumberLine()
 	if err != nil {
 		return 0, err
@@ -271,10 +327,37 @@ func (r *Reader) readLength(t Type, limit int) (int, error) {
 		return -1, nil
 	case n < 0:
 		return 0, protocolError("negative %s length %d", t, n)
-	case n > int64(limit):
-		return 0, fmt.Errorf("%w: %s length %d, limit %d", ErrLimit, t, n, limit)
+	case n > math.MaxInt:
+		return math.MaxInt, nil // over every limit just the same
 	}
 	return int(n), nil
+}
+
+// charge counts n bytes against the reply's memory budget, and reports
+// false, charging nothing, if they do not fit.
+func (r *Reader) charge(n int) bool {
+	if n > r.maxReplyMemory-r.used {
+		return false
+	}
+	r.used += n
+	return true
+}
+
+func (r *Reader) overMemory() *LimitError {
+	return overLimit("reply would take over %d bytes of memory", r.maxReplyMemory)
+}
+
+func overLimit(format string, args ...any) *LimitError {
+	return &LimitError{msg: fmt.Sprintf(format, args...)}
+}
+
+// addCounts adds two element counts, saturating at math.MaxInt: a frame
+// that declares that many could not be read to its end anyway.
+func addCounts(a, b int) int {
+	if a > math.MaxInt-b {
+		return math.MaxInt
+	}
+	return a + b
 }
 
 // maxNumberLine caps the lines that carry a number or a flag (integer,
@@ -283,9 +366,13 @@ func (r *Reader) readLength(t Type, limit int) (int, error) {
 const maxNumberLine = 64
 
 // readText reads the line of a simple string, error, double or big number,
-// whose text counts against the bulk length limit.
+// whose text counts against the bulk length limit and the reply's memory.
 func (r *Reader) readText() ([]byte, error) {
-	return r.readLine(r.maxBulkLen, ErrLimit)
+	line, err := r.readLine(r.maxBulkLen, ErrLimit)
+	if err == nil && !r.charge(len(line)) {
+		return nil, r.overMemory()
+	}
+	return line, err
 }
 
 // readNumberLine reads a line that carries a number or a flag. One longer
@@ -295,8 +382,10 @@ func (r *Reader) readNumberLine() ([]byte, error) {
 }
 
 // readLine returns the next CRLF-terminated line without its CRLF. A line
-// whose text is longer than limit fails with an error matching tooLong, as
-// soon as that is known. The slice is valid until the next read.
+// whose text is longer than limit fails, as soon as that is known, with a
+// *LimitError if tooLong is ErrLimit (the rest of the line is then left to
+// skipRest), else with a protocol error. The slice is valid until the next
+// read.
 func (r *Reader) readLine(limit int, tooLong error) ([]byte, error) {
 	line, err := r.br.ReadSlice('\n')
 	if errors.Is(err, bufio.ErrBufferFull) {
@@ -307,6 +396,12 @@ func (r *Reader) readLine(limit int, tooLong error) ([]byte, error) {
 			// before the bytes are copied, so an over-long line costs
 			// nothing.
 			if len(r.long)+len(line)-1 > limit {
+				if cap(r.long) > 4*r.bufferSize {
+					r.long = nil
+				}
+				if tooLong == ErrLimit {
+					r.left.partial, r.left.cr = partialLine, line[len(line)-1] == '\r'
+				}
 				return nil, lineTooLong(tooLong, limit)
 			}
 			r.long = append(r.long, line...)
@@ -336,6 +431,9 @@ func (r *Reader) readLine(limit int, tooLong error) ([]byte, error) {
 }
 
 func lineTooLong(kind error, limit int) error {
+	if kind == ErrLimit {
+		return overLimit("line longer than %d bytes", limit)
+	}
 	return fmt.Errorf("%w: line longer than %d bytes", kind, limit)
 }
 

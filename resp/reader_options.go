@@ -8,20 +8,23 @@ const (
 	DefaultMaxBulkLen      = 64 << 20
 	DefaultMaxAggregateLen = 1 << 20
 	DefaultMaxDepth        = 16
+	DefaultMaxReplyMemory  = 128 << 20
 	DefaultBufferSize      = 16 << 10
 )
 
 // WithMaxBulkLen caps the length of one bulk string, verbatim string, bulk
 // error, or line of text (simple string, error, double, big number), in
 // bytes. Default: DefaultMaxBulkLen (64 MiB); Redis itself accepts up to
-// 512 MiB (proto-max-bulk-len), so raise it to read larger values.
+// 512 MiB (proto-max-bulk-len), so raise it to read larger values, and
+// WithMaxReplyMemory with it.
 func WithMaxBulkLen(n int) ReaderOption {
 	return func(r *Reader) { r.maxBulkLen = n }
 }
 
 // WithMaxAggregateLen caps the number of elements of one array, set or push
-// frame; a map or attribute of n pairs counts as 2n. Default:
-// DefaultMaxAggregateLen (1,048,576).
+// frame; a map or attribute of n pairs counts as 2n, and the attributes
+// before one value count together. Default: DefaultMaxAggregateLen
+// (1,048,576).
 func WithMaxAggregateLen(n int) ReaderOption {
 	return func(r *Reader) { r.maxAggregateLen = n }
 }
@@ -31,6 +34,20 @@ func WithMaxAggregateLen(n int) ReaderOption {
 // far above what any Redis command replies with.
 func WithMaxDepth(n int) ReaderOption {
 	return func(r *Reader) { r.maxDepth = n }
+}
+
+// WithMaxReplyMemory caps the memory one reply may take once decoded, in
+// bytes, counted as unsafe.Sizeof(Value) (104 bytes on 64-bit platforms)
+// for every element of every aggregate and attribute in it, plus the bytes
+// of every string. The count limits alone do not bound this: aggregates
+// nest, and each element costs about 100 bytes however short it is on the
+// wire, so a 16 MiB reply of small integers within the count limits would
+// take some 500 MiB. The cost of an aggregate's elements is counted when
+// its header arrives, before any of them is allocated. Default:
+// DefaultMaxReplyMemory (128 MiB), which holds a DefaultMaxBulkLen bulk, or
+// a flat DefaultMaxAggregateLen array of strings up to 24 bytes long.
+func WithMaxReplyMemory(n int) ReaderOption {
+	return func(r *Reader) { r.maxReplyMemory = n }
 }
 
 // WithBufferSize sets the size of the Reader's read buffer, which is also the

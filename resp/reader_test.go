@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 	"testing/iotest"
+	"unsafe"
 
 	"github.com/stretchr/testify/require"
 
@@ -171,6 +172,8 @@ var goodFrames = []goodFrame{
 	{name: "map at the limit", in: "%1\r\n:1\r\n:2\r\n", opts: opts(resp.WithMaxAggregateLen(2)), want: agg(resp.Map, integer(1), integer(2))},
 	{name: "depth at the limit", in: "*1\r\n*0\r\n", opts: opts(resp.WithMaxDepth(2)), want: nested(2)},
 	{name: "null array beyond the depth limit", in: "*1\r\n*-1\r\n", opts: opts(resp.WithMaxDepth(1)), want: agg(resp.Array, null())},
+	{name: "memory at the limit", in: "*2\r\n+ab\r\n$3\r\ncde\r\n", opts: opts(resp.WithMaxReplyMemory(2*valueSize + 5)), want: agg(resp.Array, simple("ab"), bulk("cde"))},
+	{name: "attributes at the memory limit", in: "|1\r\n+a\r\n:1\r\n:3\r\n", opts: opts(resp.WithMaxReplyMemory(2*valueSize + 1)), want: withAttrs(integer(3), simple("a"), integer(1))},
 	{name: "number line longer than the buffer", in: ":-9223372036854775808\r\n", opts: opts(resp.WithBufferSize(16)), want: integer(math.MinInt64)},
 }
 
@@ -300,31 +303,14 @@ var badFrames = []badFrame{
 	{name: "bulk followed by LF CR", in: "$3\r\nabc\n\r", wantErr: resp.ErrProtocol},
 	{name: "bulk followed by LF LF", in: "$2\r\nab\n\n", wantErr: resp.ErrProtocol},
 	{name: "large bulk not followed by CRLF", in: "$1000\r\n" + strings.Repeat("x", 1002), wantErr: resp.ErrProtocol},
-	{name: "bulk too long", in: "$1000000000\r\n", wantErr: resp.ErrLimit},
-	{name: "bulk over the limit", in: "$4\r\nabcd\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantErr: resp.ErrLimit},
-	{name: "bulk error over the limit", in: "!4\r\nabcd\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantErr: resp.ErrLimit},
-	{name: "verbatim over the limit", in: "=8\r\ntxt:abcd\r\n", opts: opts(resp.WithMaxBulkLen(7)), wantErr: resp.ErrLimit},
 
 	// Aggregates.
 	{name: "array negative length", in: "*-2\r\n", wantErr: resp.ErrProtocol},
 	{name: "array bad length", in: "*x\r\n", wantErr: resp.ErrProtocol},
-	{name: "array too long", in: "*2000000\r\n", wantErr: resp.ErrLimit},
-	{name: "array huge length", in: "*9223372036854775807\r\n", wantErr: resp.ErrLimit},
-	{name: "array over the limit", in: "*3\r\n:1\r\n:2\r\n:3\r\n", opts: opts(resp.WithMaxAggregateLen(2)), wantErr: resp.ErrLimit},
-	{name: "map over the limit", in: "%2\r\n:1\r\n:2\r\n:3\r\n:4\r\n", opts: opts(resp.WithMaxAggregateLen(3)), wantErr: resp.ErrLimit},
 	{name: "map null", in: "%-1\r\n", wantErr: resp.ErrProtocol},
 	{name: "set null", in: "~-1\r\n", wantErr: resp.ErrProtocol},
 	{name: "push null", in: ">-1\r\n", wantErr: resp.ErrProtocol},
 	{name: "attribute null", in: "|-1\r\n+OK\r\n", wantErr: resp.ErrProtocol},
-	{name: "attribute over the limit", in: "|2\r\n+a\r\n:1\r\n+b\r\n:2\r\n+OK\r\n", opts: opts(resp.WithMaxAggregateLen(3)), wantErr: resp.ErrLimit},
-	{name: "attributes over the limit together", in: "|1\r\n+a\r\n:1\r\n|1\r\n+b\r\n:2\r\n+OK\r\n", opts: opts(resp.WithMaxAggregateLen(3)), wantErr: resp.ErrLimit},
-	{name: "nested deeper than the default", in: strings.Repeat("*1\r\n", resp.DefaultMaxDepth) + "*0\r\n", wantErr: resp.ErrLimit},
-	{name: "nested deeper than the limit", in: "*1\r\n*1\r\n*0\r\n", opts: opts(resp.WithMaxDepth(2)), wantErr: resp.ErrLimit},
-	{name: "nested map deeper than the limit", in: "%1\r\n+k\r\n~1\r\n>0\r\n", opts: opts(resp.WithMaxDepth(2)), wantErr: resp.ErrLimit},
-	{name: "nested attribute deeper than the limit", in: "|1\r\n+k\r\n|1\r\n+a\r\n+b\r\n+v\r\n+OK\r\n", opts: opts(resp.WithMaxDepth(1)), wantErr: resp.ErrLimit},
-	{name: "aggregate at depth 0", in: "*0\r\n", opts: opts(resp.WithMaxDepth(0)), wantErr: resp.ErrLimit},
-	{name: "deep nesting", in: strings.Repeat("*1\r\n", 100000), wantErr: resp.ErrLimit},
-	{name: "deep attribute nesting", in: strings.Repeat("|1\r\n", 100000), wantErr: resp.ErrLimit},
 
 	// Line endings.
 	{name: "bare LF", in: "+OK\n", wantErr: resp.ErrProtocol},
@@ -336,10 +322,6 @@ var badFrames = []badFrame{
 	{name: "CR CR LF", in: "+OK\r\r\n", wantErr: resp.ErrProtocol},
 	{name: "CR inside an error", in: "-ERR\ra\r\n", wantErr: resp.ErrProtocol},
 	{name: "CR inside a length", in: "$1\r\r\nx\r\n", wantErr: resp.ErrProtocol},
-	{name: "line over the limit", in: "+abcd\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantErr: resp.ErrLimit},
-	{name: "error line over the limit", in: "-ERR abcd\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantErr: resp.ErrLimit},
-	{name: "big number over the limit", in: "(12345\r\n", opts: opts(resp.WithMaxBulkLen(4)), wantErr: resp.ErrLimit},
-	{name: "line over the limit and the buffer", in: "+" + strings.Repeat("a", 1000) + "\r\n", opts: opts(resp.WithBufferSize(16), resp.WithMaxBulkLen(100)), wantErr: resp.ErrLimit},
 
 	// RESP3 scalars.
 	{name: "null with payload", in: "_x\r\n", wantErr: resp.ErrProtocol},
@@ -371,6 +353,104 @@ var badFrames = []badFrame{
 	{name: "RESP2 attribute", in: "|0\r\n+OK\r\n", opts: resp2(), wantErr: resp.ErrProtocol},
 	{name: "RESP2 push in an array", in: "*1\r\n>0\r\n", opts: resp2(), wantErr: resp.ErrProtocol},
 	{name: "RESP2 null in an array", in: "*2\r\n:1\r\n_\r\n", opts: resp2(), wantErr: resp.ErrProtocol},
+
+	// A frame over a limit is read past (see overLimitFrames), so one that
+	// is cut short, or whose framing is broken, fails as any other does.
+	{name: "bulk over the limit, cut short", in: "$1000000000\r\n", wantErr: io.ErrUnexpectedEOF},
+	{name: "bulk over the limit swallowing the next frame", in: "$99999999999\r\n+OK\r\n", wantErr: io.ErrUnexpectedEOF},
+	{name: "array over the limit, cut short", in: "*2000000\r\n", wantErr: io.ErrUnexpectedEOF},
+	{name: "array of the largest length", in: "*9223372036854775807\r\n:1\r\n", wantErr: io.ErrUnexpectedEOF},
+	{name: "map of the largest length", in: "%9223372036854775807\r\n:1\r\n", wantErr: io.ErrUnexpectedEOF},
+	{name: "nesting over the limit, cut short", in: strings.Repeat("*1\r\n", 100000), wantErr: io.ErrUnexpectedEOF},
+	{name: "attribute nesting over the limit, cut short", in: strings.Repeat("|1\r\n", 100000), wantErr: io.ErrUnexpectedEOF},
+	{name: "line over the limit, cut short", in: "+abcdef", opts: opts(resp.WithMaxBulkLen(3), resp.WithBufferSize(16)), wantErr: io.ErrUnexpectedEOF},
+	{name: "bulk over the limit not followed by CRLF", in: "$4\r\nabcdXY", opts: opts(resp.WithMaxBulkLen(3)), wantErr: resp.ErrProtocol},
+	{name: "line over the limit ending in a bare LF", in: "+" + strings.Repeat("a", 100) + "\n", opts: opts(resp.WithMaxBulkLen(20), resp.WithBufferSize(16)), wantErr: resp.ErrProtocol},
+	{name: "garbage inside an array over the limit", in: "*3\r\n:1\r\n?\r\n:3\r\n", opts: opts(resp.WithMaxAggregateLen(2)), wantErr: resp.ErrProtocol},
+	{name: "bad length inside an array over the limit", in: "*3\r\n$x\r\n", opts: opts(resp.WithMaxAggregateLen(2)), wantErr: resp.ErrProtocol},
+	{name: "RESP3 frame inside a RESP2 array over the limit", in: "*3\r\n:1\r\n_\r\n:3\r\n", opts: opts(resp.WithRESP2(), resp.WithMaxAggregateLen(2)), wantErr: resp.ErrProtocol},
+	{name: "bad null inside a map over the limit", in: "%2\r\n%-1\r\n", opts: opts(resp.WithMaxAggregateLen(2)), wantErr: resp.ErrProtocol},
+}
+
+// limitFrame is a whole frame over a limit: Read must fail with a
+// *resp.LimitError for a frame of type wantType, after reading past it.
+type limitFrame struct {
+	name     string
+	in       string
+	opts     []resp.ReaderOption
+	wantType resp.Type
+}
+
+// valueSize is what resp.WithMaxReplyMemory charges per element.
+const valueSize = int(unsafe.Sizeof(resp.Value{}))
+
+// overLimitFrames are whole frames over a limit. The fuzz test seeds its
+// corpus with them too.
+var overLimitFrames = []limitFrame{
+	// Bulk length.
+	{name: "bulk", in: "$4\r\nabcd\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantType: resp.Bulk},
+	{name: "bulk error", in: "!4\r\nabcd\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantType: resp.BulkError},
+	{name: "verbatim", in: "=8\r\ntxt:abcd\r\n", opts: opts(resp.WithMaxBulkLen(7)), wantType: resp.Verbatim},
+	{name: "bulk with CRLF inside", in: "$6\r\na\r\nb\r\n\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantType: resp.Bulk},
+	{name: "bulk longer than the buffer", in: "$1000\r\n" + strings.Repeat("x", 1000) + "\r\n", opts: opts(resp.WithMaxBulkLen(999), resp.WithBufferSize(16)), wantType: resp.Bulk},
+	{name: "bulk in an array", in: "*3\r\n:1\r\n$4\r\nabcd\r\n$3\r\nabc\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantType: resp.Array},
+	{name: "bulk deep in a map", in: "%2\r\n+k\r\n*2\r\n~1\r\n$4\r\nabcd\r\n:1\r\n+k2\r\n*0\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantType: resp.Map},
+
+	// Lines of text.
+	{name: "simple string", in: "+abcd\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantType: resp.SimpleString},
+	{name: "error", in: "-ERR abcd\r\n", opts: opts(resp.WithMaxBulkLen(3)), wantType: resp.ErrorReply},
+	{name: "big number", in: "(12345\r\n", opts: opts(resp.WithMaxBulkLen(4)), wantType: resp.BigNumber},
+	{name: "double", in: ",1.2345\r\n", opts: opts(resp.WithMaxBulkLen(4)), wantType: resp.Double},
+	{name: "line longer than the buffer", in: "+" + strings.Repeat("a", 1000) + "\r\n", opts: opts(resp.WithBufferSize(16), resp.WithMaxBulkLen(100)), wantType: resp.SimpleString},
+	{name: "line in a push", in: ">2\r\n+message\r\n+" + strings.Repeat("a", 100) + "\r\n", opts: opts(resp.WithBufferSize(16), resp.WithMaxBulkLen(20)), wantType: resp.Push},
+
+	// Aggregate length.
+	{name: "array", in: "*3\r\n:1\r\n:2\r\n:3\r\n", opts: opts(resp.WithMaxAggregateLen(2)), wantType: resp.Array},
+	{name: "map", in: "%2\r\n:1\r\n:2\r\n:3\r\n:4\r\n", opts: opts(resp.WithMaxAggregateLen(3)), wantType: resp.Map},
+	{name: "set", in: "~3\r\n:1\r\n:2\r\n:3\r\n", opts: opts(resp.WithMaxAggregateLen(2)), wantType: resp.Set},
+	{name: "push", in: ">3\r\n+message\r\n+c\r\n+p\r\n", opts: opts(resp.WithMaxAggregateLen(2)), wantType: resp.Push},
+	{
+		name:     "array holding every kind of frame",
+		in:       "*9\r\n*2\r\n$1\r\na\r\n$-1\r\n%1\r\n+k\r\n+v\r\n_\r\n#t\r\n,1.5\r\n(12\r\n!3\r\nERR\r\n=5\r\ntxt:x\r\n|1\r\n+a\r\n*-1\r\n-ERR\r\n",
+		opts:     opts(resp.WithMaxAggregateLen(8)),
+		wantType: resp.Array,
+	},
+	{name: "array in an array", in: "*2\r\n:0\r\n*3\r\n:1\r\n:2\r\n:3\r\n", opts: opts(resp.WithMaxAggregateLen(2)), wantType: resp.Array},
+	{name: "RESP2 array", in: "*3\r\n*1\r\n$-1\r\n*-1\r\n+a\r\n", opts: opts(resp.WithRESP2(), resp.WithMaxAggregateLen(2)), wantType: resp.Array},
+
+	// Attributes: what the frame is comes from the value after them.
+	{name: "attribute", in: "|2\r\n+a\r\n:1\r\n+b\r\n:2\r\n+OK\r\n", opts: opts(resp.WithMaxAggregateLen(3)), wantType: resp.SimpleString},
+	{name: "attributes together", in: "|1\r\n+a\r\n:1\r\n|1\r\n+b\r\n:2\r\n+OK\r\n", opts: opts(resp.WithMaxAggregateLen(3)), wantType: resp.SimpleString},
+	{name: "attribute before a push", in: "|2\r\n+a\r\n:1\r\n+b\r\n:2\r\n>2\r\n+message\r\n+x\r\n", opts: opts(resp.WithMaxAggregateLen(3)), wantType: resp.Push},
+	{name: "attribute before more attributes", in: "|2\r\n+a\r\n:1\r\n+b\r\n:2\r\n|1\r\n+c\r\n:3\r\n*1\r\n:1\r\n", opts: opts(resp.WithMaxAggregateLen(3)), wantType: resp.Array},
+	{name: "attribute on an element", in: "*2\r\n|2\r\n+a\r\n:1\r\n+b\r\n:2\r\n:1\r\n:2\r\n", opts: opts(resp.WithMaxAggregateLen(3)), wantType: resp.Array},
+
+	// Nesting depth.
+	{name: "deeper than the default", in: strings.Repeat("*1\r\n", resp.DefaultMaxDepth) + "*0\r\n", wantType: resp.Array},
+	{name: "deeper than the limit", in: "*1\r\n*1\r\n*0\r\n", opts: opts(resp.WithMaxDepth(2)), wantType: resp.Array},
+	{name: "map deeper than the limit", in: "%1\r\n+k\r\n~1\r\n>0\r\n", opts: opts(resp.WithMaxDepth(2)), wantType: resp.Map},
+	{name: "attribute deeper than the limit", in: "|1\r\n+k\r\n|1\r\n+a\r\n+b\r\n+v\r\n+OK\r\n", opts: opts(resp.WithMaxDepth(1)), wantType: resp.SimpleString},
+	{name: "aggregate at depth 0", in: "*0\r\n", opts: opts(resp.WithMaxDepth(0)), wantType: resp.Array},
+	{name: "deep nesting", in: strings.Repeat("*1\r\n", 100000) + ":1\r\n", wantType: resp.Array},
+	{name: "deep nesting of maps", in: strings.Repeat("%1\r\n+k\r\n", 100000) + ":1\r\n", wantType: resp.Map},
+	{name: "deep attribute nesting", in: deepAttributes(100000), wantType: resp.Integer},
+
+	// Reply memory.
+	{name: "elements over the memory", in: "*1\r\n*3\r\n:1\r\n:2\r\n:3\r\n", opts: opts(resp.WithMaxReplyMemory(4*valueSize - 1)), wantType: resp.Array},
+	{name: "bulks over the memory", in: "*2\r\n$3\r\nabc\r\n$3\r\ndef\r\n", opts: opts(resp.WithMaxReplyMemory(2*valueSize + 5)), wantType: resp.Array},
+	{name: "lines over the memory", in: "*2\r\n+abc\r\n-def\r\n", opts: opts(resp.WithMaxReplyMemory(2*valueSize + 5)), wantType: resp.Array},
+	{name: "bulk over the memory", in: "$600\r\n" + strings.Repeat("b", 600) + "\r\n", opts: opts(resp.WithMaxReplyMemory(599)), wantType: resp.Bulk},
+	{name: "attributes over the memory", in: "|1\r\n+a\r\n:1\r\n|1\r\n+b\r\n:2\r\n:3\r\n", opts: opts(resp.WithMaxReplyMemory(4*valueSize + 1)), wantType: resp.Integer},
+}
+
+// deepAttributes returns an integer frame whose attribute's key carries an
+// attribute, whose key carries one, and so on, depth times.
+func deepAttributes(depth int) string {
+	var b strings.Builder
+	b.WriteString(strings.Repeat("|1\r\n", depth))
+	b.WriteString(":0\r\n")
+	b.WriteString(strings.Repeat(":1\r\n:2\r\n", depth))
+	return b.String()
 }
 
 func TestReadBad(t *testing.T) {
@@ -394,6 +474,57 @@ func TestReadBad(t *testing.T) {
 			}
 			require.Equal(t, buffered, r.Buffered())
 		})
+	}
+}
+
+// TestReadOverLimit reads each frame over a limit three times in a row,
+// then another frame: a frame over a limit fails alone, and the reader
+// stays in step.
+func TestReadOverLimit(t *testing.T) {
+	for _, tc := range overLimitFrames {
+		t.Run(tc.name, func(t *testing.T) {
+			in := strings.Repeat(tc.in, 3) + ":42\r\n"
+			for _, src := range []struct {
+				name string
+				r    io.Reader
+				opts []resp.ReaderOption
+			}{
+				{"whole", strings.NewReader(in), tc.opts},
+				{"one byte at a time", iotest.OneByteReader(strings.NewReader(in)), append(tc.opts, resp.WithBufferSize(16))},
+			} {
+				r := resp.NewReader(src.r, src.opts...)
+				for range 3 {
+					v, err := r.Read()
+					require.ErrorIs(t, err, resp.ErrLimit, src.name)
+					require.NotErrorIs(t, err, resp.ErrProtocol)
+					require.NotErrorIs(t, err, io.ErrUnexpectedEOF)
+					var lim *resp.LimitError
+					require.ErrorAs(t, err, &lim)
+					require.Equal(t, tc.wantType, lim.Type, src.name)
+					require.Equal(t, resp.Value{}, v)
+				}
+				v, err := r.Read()
+				require.NoError(t, err, src.name)
+				require.Equal(t, integer(42), v)
+				_, err = r.Read()
+				require.Equal(t, io.EOF, err)
+			}
+		})
+	}
+}
+
+// TestReadLineOverLimitAtEveryOffset reads lines over the limit whose CR
+// falls at every place relative to the read buffer's edge, where reading
+// past the rest of the line must carry it from one chunk to the next.
+func TestReadLineOverLimitAtEveryOffset(t *testing.T) {
+	for n := 11; n < 80; n++ {
+		in := "+" + strings.Repeat("a", n) + "\r\n:1\r\n"
+		r := resp.NewReader(strings.NewReader(in), resp.WithBufferSize(16), resp.WithMaxBulkLen(10))
+		_, err := r.Read()
+		require.ErrorIs(t, err, resp.ErrLimit, "line of %d", n)
+		v, err := r.Read()
+		require.NoError(t, err, "line of %d", n)
+		require.Equal(t, integer(1), v)
 	}
 }
 
@@ -460,14 +591,15 @@ func TestReadErrorsAreSticky(t *testing.T) {
 		wantErr error
 	}{
 		{name: "protocol error after good frames", r: strings.NewReader("+OK\r\n:1\r\n?\r\n+OK\r\n"), good: 2, wantErr: resp.ErrProtocol},
-		{name: "limit error before a good frame", r: strings.NewReader("$99999999999\r\n+OK\r\n"), wantErr: resp.ErrLimit},
+		{name: "frame over a limit cut short", r: strings.NewReader("+OK\r\n$99999999999\r\n+OK\r\n"), good: 1, wantErr: io.ErrUnexpectedEOF},
+		{name: "read error past a frame over a limit", r: &errAfter{data: []byte("*3\r\n:1\r\n"), err: errBroken}, wantErr: errBroken},
 		{name: "unexpected EOF", r: strings.NewReader("+OK\r\n*2\r\n:1\r\n"), good: 1, wantErr: io.ErrUnexpectedEOF},
 		{name: "clean EOF", r: strings.NewReader("+OK\r\n"), good: 1, wantErr: io.EOF},
 		{name: "read error between frames", r: &errAfter{data: []byte("+OK\r\n"), err: errBroken}, good: 1, wantErr: errBroken},
 		{name: "read error inside a frame", r: &errAfter{data: []byte("*2\r\n+OK\r\n"), err: errBroken}, wantErr: errBroken},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := resp.NewReader(tc.r)
+			r := resp.NewReader(tc.r, resp.WithMaxAggregateLen(2))
 			for range tc.good {
 				_, err := r.Read()
 				require.NoError(t, err)
@@ -566,8 +698,9 @@ func allocated(f func()) uint64 {
 }
 
 // TestReadAllocatesAsBytesArrive shows that a declared length buys no
-// memory: over a limit, nothing is allocated for the frame; within a limit,
-// memory grows only with the bytes that actually arrive.
+// memory: over a limit, nothing is allocated for the frame, even while it is
+// read past; within a limit, memory grows only with the bytes that actually
+// arrive.
 func TestReadAllocatesAsBytesArrive(t *testing.T) {
 	const small = 4 << 10 // an error value and change
 	for _, tc := range []struct {
@@ -577,16 +710,19 @@ func TestReadAllocatesAsBytesArrive(t *testing.T) {
 		wantErr  error
 		maxBytes uint64
 	}{
-		{name: "bulk over the limit", in: "$1000000000\r\n", wantErr: resp.ErrLimit, maxBytes: small},
+		{name: "bulk over the limit, then EOF", in: "$1000000000\r\n", wantErr: io.ErrUnexpectedEOF, maxBytes: small},
 		{name: "bulk over the limit with its bytes", in: "$100000\r\n" + strings.Repeat("x", 100000) + "\r\n", opts: opts(resp.WithMaxBulkLen(99999)), wantErr: resp.ErrLimit, maxBytes: small},
-		{name: "array over the limit", in: "*1000000000\r\n", wantErr: resp.ErrLimit, maxBytes: small},
-		{name: "map over the limit", in: "%600000\r\n", wantErr: resp.ErrLimit, maxBytes: small},
-		{name: "nesting over the limit", in: strings.Repeat("*1\r\n", 17), wantErr: resp.ErrLimit, maxBytes: small},
+		{name: "bulk over the memory with its bytes", in: "$100000\r\n" + strings.Repeat("x", 100000) + "\r\n", opts: opts(resp.WithMaxReplyMemory(99999)), wantErr: resp.ErrLimit, maxBytes: small},
+		{name: "array over the limit, then EOF", in: "*1000000000\r\n", wantErr: io.ErrUnexpectedEOF, maxBytes: small},
+		{name: "array over the limit with its elements", in: "*1000\r\n" + strings.Repeat(":1\r\n", 1000), opts: opts(resp.WithMaxAggregateLen(999)), wantErr: resp.ErrLimit, maxBytes: small},
+		{name: "map over the limit, then EOF", in: "%600000\r\n", wantErr: io.ErrUnexpectedEOF, maxBytes: small},
+		{name: "nesting over the limit", in: strings.Repeat("*1\r\n", 17) + ":1\r\n", wantErr: resp.ErrLimit, maxBytes: small},
 		{name: "line over the limit", in: "+" + strings.Repeat("x", 100000) + "\r\n", opts: opts(resp.WithMaxBulkLen(1000)), wantErr: resp.ErrLimit, maxBytes: small},
 		{name: "number line too long", in: ":" + strings.Repeat("1", 100000) + "\r\n", wantErr: resp.ErrProtocol, maxBytes: small},
-		{name: "huge bulk within the limit, then EOF", in: "$1000000000\r\nabc", opts: opts(resp.WithMaxBulkLen(1 << 30)), wantErr: io.ErrUnexpectedEOF, maxBytes: 1 << 20},
-		{name: "huge array within the limit, then EOF", in: "*1048576\r\n:1\r\n", wantErr: io.ErrUnexpectedEOF, maxBytes: 1 << 20},
-		{name: "huge nested arrays within the limits, then EOF", in: strings.Repeat("*1048576\r\n", 16), wantErr: io.ErrUnexpectedEOF, maxBytes: 4 << 20},
+		{name: "huge bulk within the limits, then EOF", in: "$1000000000\r\nabc", opts: opts(resp.WithMaxBulkLen(1<<30), resp.WithMaxReplyMemory(1<<30)), wantErr: io.ErrUnexpectedEOF, maxBytes: 1 << 20},
+		{name: "huge array within the limits, then EOF", in: "*1048576\r\n:1\r\n", wantErr: io.ErrUnexpectedEOF, maxBytes: 1 << 20},
+		{name: "huge nested arrays within the limits, then EOF", in: strings.Repeat("*1048576\r\n", 16), opts: opts(resp.WithMaxReplyMemory(math.MaxInt)), wantErr: io.ErrUnexpectedEOF, maxBytes: 4 << 20},
+		{name: "huge nested arrays over the memory, then EOF", in: strings.Repeat("*1048576\r\n", 16), wantErr: io.ErrUnexpectedEOF, maxBytes: 4 << 20},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			// The count takes in whatever the rest of the process (the
