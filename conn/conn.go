@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"syscall"
 
 	"github.com/batonlock/baton/resp"
 )
@@ -16,27 +17,38 @@ type Conn struct {
 	opts options
 	rd   *resp.Reader // reader goroutine only
 
+	// raw is the socket under nc and any tap, for writes that must not
+	// block (Start); nil when there is no such socket (TLS, ...). Used only
+	// by whoever holds the writing role.
+	raw syscall.RawConn
+
 	mu        sync.Mutex
 	wbuf      []byte    // guarded by mu: encoded commands no write has taken yet
 	cuts      []int     // guarded by mu: offsets in wbuf where a write must end
 	segStart  int       // guarded by mu: offset in wbuf where the last cut was made
 	spare     []byte    // guarded by mu: a finished write's buffer, for reuse
 	spareCuts []int     // guarded by mu
-	writing   bool      // guarded by mu: some caller is writing for everyone
+	writing   bool      // guarded by mu: some caller, or the writer goroutine, is writing for everyone
 	pending   callQueue // guarded by mu: calls whose replies are due, in wire order
 	err       error     // guarded by mu: why the connection stopped; set once
 
 	stopped    chan struct{} // closed when err is set
 	readerDone chan struct{} // closed when the reader goroutine has returned
+
+	// writers counts the writer goroutine, started under mu only while
+	// err is nil and gone once nothing is left to write; Close, which sets
+	// err first, waits for it.
+	writers sync.WaitGroup
 }
 
 // newConn takes over nc, which has completed any TLS handshake, and starts
 // the reader goroutine.
 func newConn(nc net.Conn, o options) *Conn {
+	raw := rawConnOf(nc)
 	if o.tap != nil {
 		nc = &tappedConn{Conn: nc, tap: o.tap}
 	}
-	c := &Conn{nc: nc, opts: o, stopped: make(chan struct{}), readerDone: make(chan struct{})}
+	c := &Conn{nc: nc, raw: raw, opts: o, stopped: make(chan struct{}), readerDone: make(chan struct{})}
 	readerOpts := o.readerOptions
 	if !o.resp3 {
 		readerOpts = append([]resp.ReaderOption{resp.WithRESP2()}, readerOpts...)
@@ -163,18 +175,20 @@ func (c *Conn) DB() int { return c.opts.db }
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 
 // Close closes the connection, fails the calls in flight with an
-// *UncertainError, and waits for the reader goroutine to return.
+// *UncertainError, and waits for the reader goroutine and any writer
+// goroutine to return.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	c.failLocked(ErrClosed)
 	c.mu.Unlock()
 	<-c.readerDone
+	c.writers.Wait()
 	return nil
 }
 
 // failLocked stops the connection for good with err: it closes the socket,
-// which ends the reader and any write in progress, and settles every call
-// in flight.
+// which ends the reader and any write in progress (so the writer goroutine
+// returns), and settles every call in flight.
 func (c *Conn) failLocked(err error) {
 	if c.err != nil {
 		return

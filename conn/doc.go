@@ -6,20 +6,26 @@
 //
 // Concurrency: a [Conn] is safe for concurrent use, and that is how it is
 // meant to be used. Commands from many goroutines are appended to one buffer
-// and leave in shared writes: the caller that finds no write in progress
-// writes for everyone who queued meanwhile, so there is no writer goroutine
-// and no hand-off for a lone caller. The commands of one call always leave
-// contiguous, in one write. One reader goroutine per connection decodes
-// replies and completes calls in the order their commands were written. A
-// caller whose context ends returns at once; its reply is still read and
-// dropped, so later replies never shift. A reply over one of the reader's
-// limits (see [WithReaderOptions]) is read past and dropped, and fails its
-// own call alone, with an error matching resp.ErrLimit: the command did run;
-// a call of several commands fails as a whole. The connection stays in step
-// and usable, and the calls around it get their own replies. A push frame
-// over a limit is dropped. When the connection breaks (an I/O error, bytes
-// that are not valid RESP, a reply nobody asked for), every call in flight
-// fails with an [*UncertainError], because its command may or may not have
-// run, and the connection refuses further calls. Close stops the reader
-// goroutine and waits for it.
+// and leave in shared writes: a Do, DoMulti or DoPush caller that finds no
+// write in progress writes for everyone who queued meanwhile, so there is no
+// hand-off for a lone caller. [Conn.Start] never waits for the socket: it
+// writes at once only what the socket takes without blocking (TCP and unix
+// sockets), and leaves the rest to a writer goroutine, which the Conn starts
+// when needed and which returns once nothing is left to write. Bytes leave in
+// the order they were queued. The commands of one call leave contiguous, in
+// one write (when the socket filled during a write, the rest of it is one
+// write), and a multi-command call starts a new write rather than straddle
+// one of the server's 16 KiB read windows. One reader goroutine per
+// connection decodes replies and completes calls in the order their commands
+// were written. A caller whose context ends returns at once; its reply is
+// still read and dropped, so later replies never shift. A reply over one of
+// the reader's limits (see [WithReaderOptions]) is read past and dropped,
+// and fails its own call alone, with an error matching resp.ErrLimit: the
+// command did run; a call of several commands fails as a whole. The
+// connection stays in step and usable, and the calls around it get their own
+// replies. A push frame over a limit is dropped. When the connection breaks
+// (an I/O error, bytes that are not valid RESP, a reply nobody asked for),
+// every call in flight fails with an [*UncertainError], because its command
+// may or may not have run, and the connection refuses further calls. Close
+// stops the reader goroutine and any writer goroutine, and waits for them.
 package conn

@@ -72,23 +72,26 @@ func WithReadTimeout(d time.Duration) Option { return func(o *options) { o.readT
 
 // WithWriteTimeout breaks the connection when one write does not complete
 // within d, which happens only when the server stops reading and the socket
-// buffers fill. The caller doing that write, on behalf of everyone queued
-// with it, can be held this long past its own context. Default: 5s; 0 means
-// no limit.
+// buffers fill. A Do, DoMulti or DoPush caller doing that write, on behalf
+// of everyone queued with it, can be held this long past its own context;
+// Start never is, as its writes that would wait go to the Conn's writer
+// goroutine. Default: 5s; 0 means no limit.
 func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeTimeout = d } }
 
 // WithTap calls fn with the bytes of every write to and every read from the
-// socket, as they happen: one call per Write, one per Read. It is for tests
-// and for inspecting the protocol. fn runs on the connection's hot path,
-// from the writing caller and the reader goroutine concurrently, so it must
-// be quick and safe for concurrent use, and must copy p to keep it. Default:
-// no tap.
+// socket, as they happen: one call per Write, one per Read, each once the
+// bytes are written or read. It is for tests and for inspecting the
+// protocol. fn runs on the connection's hot path, from whoever writes (a
+// caller or the writer goroutine) and the reader goroutine concurrently, so
+// it must be quick and safe for concurrent use, and must copy p to keep it.
+// Default: no tap.
 func WithTap(fn func(dir Direction, p []byte)) Option { return func(o *options) { o.tap = fn } }
 
 // WithPushHandler receives RESP3 push frames (pub/sub messages,
 // invalidations), which are not replies to any call. fn runs on the reader
-// goroutine: it must not block, nor call the same connection. Default: push
-// frames are dropped.
+// goroutine: it must not block, nor call the same connection, though it may
+// Start commands on another, as Start never blocks. Default: push frames
+// are dropped.
 func WithPushHandler(fn func(resp.Value)) Option { return func(o *options) { o.pushHandler = fn } }
 
 // WithReaderOptions passes limits and settings to the reply reader. A reply

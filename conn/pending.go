@@ -16,33 +16,48 @@ type Pending struct {
 	more  int    // how many commands follow it
 }
 
-// Start sends several commands, contiguously in one write, as DoMulti does,
-// but returns as soon as they are queued, without waiting for the replies.
-// It does not block on the server; at most it performs the write itself.
-// A batch nobody waits for costs nothing: its replies are read and dropped.
+// Start queues several commands to be sent contiguously, as DoMulti sends
+// them, and returns without waiting for the replies, nor ever for the
+// socket: it is safe to call from a goroutine that must not block, such as
+// another connection's push handler. If no write is in progress, it writes
+// at once what the socket takes without blocking (on TCP and unix sockets);
+// whatever is left, all of it on other kinds of connection (TLS), is
+// written by a goroutine of the Conn. A batch nobody waits for costs
+// nothing: its replies are read and dropped.
 func (c *Conn) Start(cmds ...[]string) (*Pending, error) {
 	if len(cmds) == 0 {
 		return nil, ErrEmptyCommand
 	}
-	p, err := c.start(context.Background(), cmds)
+	p, err := c.newPending(cmds)
 	if err != nil {
 		return nil, err
+	}
+	if err := c.sendNoWait(p.cl, cmds); err != nil {
+		p.cl.release()
+		return nil, p.wrap(err)
 	}
 	return &p, nil
 }
 
 func (c *Conn) start(ctx context.Context, cmds [][]string) (Pending, error) {
-	for _, cmd := range cmds {
-		if len(cmd) == 0 {
-			return Pending{}, ErrEmptyCommand
-		}
+	p, err := c.newPending(cmds)
+	if err != nil {
+		return Pending{}, err
 	}
-	p := Pending{c: c, cl: newCall(make([]resp.Value, len(cmds))), first: cmds[0][0], more: len(cmds) - 1}
 	if err := c.send(ctx, p.cl, cmds...); err != nil {
 		p.cl.release()
 		return Pending{}, p.wrap(err)
 	}
 	return p, nil
+}
+
+func (c *Conn) newPending(cmds [][]string) (Pending, error) {
+	for _, cmd := range cmds {
+		if len(cmd) == 0 {
+			return Pending{}, ErrEmptyCommand
+		}
+	}
+	return Pending{c: c, cl: newCall(make([]resp.Value, len(cmds))), first: cmds[0][0], more: len(cmds) - 1}, nil
 }
 
 // Wait returns the replies in order, as DoMulti does. It must be called at

@@ -27,6 +27,36 @@ func (c *Conn) send(ctx context.Context, cl *call, cmds ...[]string) error {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if err := c.queueLocked(cl, cmds); err != nil {
+		return err
+	}
+	if !c.writing {
+		c.writing = true
+		c.flushLocked()
+		c.writing = false
+	}
+	return nil
+}
+
+// sendNoWait queues the call's commands as send does, but never waits for
+// the socket: unless a write is already in progress, it writes what the
+// socket takes at once and leaves the rest to a writer goroutine.
+func (c *Conn) sendNoWait(cl *call, cmds [][]string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err := c.queueLocked(cl, cmds); err != nil {
+		return err
+	}
+	if !c.writing {
+		c.writing = true
+		c.flushWithoutBlockingLocked()
+	}
+	return nil
+}
+
+// queueLocked appends the commands to the write buffer and the call to the
+// calls whose replies are due.
+func (c *Conn) queueLocked(cl *call, cmds [][]string) error {
 	if c.err != nil {
 		return c.err
 	}
@@ -42,11 +72,6 @@ func (c *Conn) send(ctx context.Context, cl *call, cmds ...[]string) error {
 		_ = c.nc.SetReadDeadline(time.Now().Add(c.opts.readTimeout))
 	}
 	c.pending.push(cl)
-	if !c.writing {
-		c.writing = true
-		c.flushLocked()
-		c.writing = false
-	}
 	return nil
 }
 
@@ -60,36 +85,94 @@ func (c *Conn) keepInOneWindow(start int) {
 	}
 }
 
+// takeLocked takes the queued bytes and their cuts for a write, leaving the
+// spare buffers to queue behind it.
+func (c *Conn) takeLocked() (buf []byte, cuts []int) {
+	buf, cuts = c.wbuf, c.cuts
+	c.wbuf, c.cuts, c.segStart = c.spare[:0], c.spareCuts[:0], 0
+	return buf, cuts
+}
+
+// wroteLocked keeps a finished write's buffers for reuse, and fails the
+// connection if the write failed.
+func (c *Conn) wroteLocked(buf []byte, cuts []int, err error) {
+	if cap(buf) <= maxSpare {
+		c.spare = buf[:0]
+	} else {
+		c.spare = nil
+	}
+	c.spareCuts = cuts[:0]
+	if err != nil {
+		c.failLocked(fmt.Errorf("%w: write: %w", ErrBroken, err))
+	}
+}
+
 // flushLocked writes the queued bytes until none are left. It drops mu
 // during each write so that other callers can queue behind it.
 func (c *Conn) flushLocked() {
 	for len(c.wbuf) > 0 && c.err == nil {
-		buf, cuts := c.wbuf, c.cuts
-		c.wbuf, c.cuts, c.segStart = c.spare[:0], c.spareCuts[:0], 0
+		buf, cuts := c.takeLocked()
 		c.mu.Unlock()
-		err := c.writeSegments(buf, cuts)
+		err := c.writeSegments(buf, cuts, 0)
 		c.mu.Lock()
-		if cap(buf) <= maxSpare {
-			c.spare = buf[:0]
-		} else {
-			c.spare = nil
-		}
-		c.spareCuts = cuts[:0]
-		if err != nil {
-			c.failLocked(fmt.Errorf("%w: write: %w", ErrBroken, err))
-		}
+		c.wroteLocked(buf, cuts, err)
 	}
 }
 
-// writeSegments writes buf with one Write per segment between cuts.
-func (c *Conn) writeSegments(buf []byte, cuts []int) error {
+// flushWithoutBlockingLocked is called holding the writing role. It writes
+// the queued bytes as far as the socket takes them at once, and hands the
+// rest, with the role, to a writer goroutine. Taking mu does not wait on
+// the socket either: no one holds mu across a write that can block.
+func (c *Conn) flushWithoutBlockingLocked() {
+	buf, cuts := c.takeLocked()
+	from := 0
+	if c.raw != nil {
+		c.mu.Unlock()
+		from = c.writeAvailable(buf, cuts)
+		c.mu.Lock()
+	}
+	switch {
+	case c.err != nil:
+		c.writing = false
+	case from == len(buf) && len(c.wbuf) == 0:
+		c.wroteLocked(buf, cuts, nil)
+		c.writing = false
+	default:
+		// Whatever queued meanwhile waits behind the rest, as ever.
+		c.writers.Add(1)
+		go c.writeLoop(buf, cuts, from)
+	}
+}
+
+// writeLoop is the writer goroutine: it holds the writing role, writes buf
+// from offset from, then everything queued until nothing is left, and
+// returns. Close waits for it.
+func (c *Conn) writeLoop(buf []byte, cuts []int, from int) {
+	defer c.writers.Done()
+	err := c.writeSegments(buf, cuts, from)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.wroteLocked(buf, cuts, err)
+	c.flushLocked()
+	c.writing = false
+}
+
+// writeSegments writes buf from offset from on, with one Write per segment
+// between cuts: a segment begun by a write that the socket took only in
+// part is finished by one Write.
+func (c *Conn) writeSegments(buf []byte, cuts []int, from int) error {
+	if from == len(buf) {
+		return nil
+	}
 	if c.opts.writeTimeout > 0 {
 		if err := c.nc.SetWriteDeadline(time.Now().Add(c.opts.writeTimeout)); err != nil {
 			return err
 		}
 	}
-	from := 0
 	for _, cut := range cuts {
+		if cut <= from {
+			continue
+		}
 		if _, err := c.nc.Write(buf[from:cut]); err != nil {
 			return err
 		}
@@ -97,4 +180,34 @@ func (c *Conn) writeSegments(buf []byte, cuts []int) error {
 	}
 	_, err := c.nc.Write(buf[from:])
 	return err
+}
+
+// writeAvailable writes buf, one non-blocking write per segment between
+// cuts, and stops at the first the socket does not take whole. It returns
+// how many bytes were written; it never waits for the socket. The tap sees
+// what was written, as for any Write.
+func (c *Conn) writeAvailable(buf []byte, cuts []int) int {
+	if c.opts.writeTimeout > 0 {
+		// A write deadline left by an earlier write may have passed, and
+		// would refuse this write; none is needed, as it cannot block.
+		if err := c.nc.SetWriteDeadline(time.Time{}); err != nil {
+			return 0
+		}
+	}
+	from := 0
+	for i := 0; i <= len(cuts); i++ {
+		end := len(buf)
+		if i < len(cuts) {
+			end = cuts[i]
+		}
+		n := writeNonBlocking(c.raw, buf[from:end])
+		if n > 0 && c.opts.tap != nil {
+			c.opts.tap(Write, buf[from:from+n])
+		}
+		from += n
+		if from < end {
+			break
+		}
+	}
+	return from
 }
