@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
@@ -43,17 +44,22 @@ func cancelCallsAtRandom(t *testing.T, c *conn.Conn) {
 				timer.Stop()
 				cancel()
 				if err != nil {
-					require.ErrorIs(t, err, context.Canceled)
+					if !assert.ErrorIs(t, err, context.Canceled) {
+						return
+					}
 					mu.Lock()
 					cancelled++
 					mu.Unlock()
 					continue
 				}
-				require.Equal(t, want, v.Str)
+				if !assert.Equal(t, want, v.Str) {
+					return
+				}
 			}
 		})
 	}
 	wg.Wait()
+	require.False(t, t.Failed(), "a goroutine failed")
 	t.Logf("%d of 1000 calls were cancelled", cancelled)
 	require.Positive(t, cancelled)
 

@@ -46,18 +46,19 @@ func serveOverLimit(big, refused string) func(*redistest.Session) {
 	}
 }
 
-// bystanders runs n goroutines that each make calls on c until stop is
-// closed, each checking that it got its own reply, and returns a function
-// that waits for them and returns what went wrong, if anything.
-func bystanders(c *conn.Conn, n int, stop <-chan struct{}) (wait func() error) {
+// bystanders runs n goroutines that each make calls on c, checking that
+// each gets its own reply, until the returned stop is called, or the test
+// ends. stop waits for them and returns what went wrong, if anything.
+func bystanders(t *testing.T, c *conn.Conn, n int) (stop func() error) {
 	var wg sync.WaitGroup
+	done := make(chan struct{})
 	errs := make(chan error, n)
 	for g := range n {
 		wg.Go(func() {
 			ctx := context.Background()
 			for i := 0; ; i++ {
 				select {
-				case <-stop:
+				case <-done:
 					return
 				default:
 				}
@@ -79,16 +80,18 @@ func bystanders(c *conn.Conn, n int, stop <-chan struct{}) (wait func() error) {
 			}
 		})
 	}
-	return func() error {
+	stop = sync.OnceValue(func() error {
+		close(done)
 		wg.Wait()
 		close(errs)
-		return errors.Join(func() (all []error) {
-			for err := range errs {
-				all = append(all, err)
-			}
-			return all
-		}()...)
-	}
+		var all []error
+		for err := range errs {
+			all = append(all, err)
+		}
+		return errors.Join(all...)
+	})
+	t.Cleanup(func() { _ = stop() })
+	return stop
 }
 
 // requireOverLimit checks that err is the error of a call whose reply was
@@ -128,8 +131,7 @@ func TestReplyOverALimitFailsOnlyItsCall(t *testing.T) {
 			c := dial(t, fake.Addr, conn.WithRESP3(), conn.WithReaderOptions(tt.opts...))
 			ctx := context.Background()
 
-			stop := make(chan struct{})
-			wait := bystanders(c, 8, stop)
+			stop := bystanders(t, c, 8)
 			for i := range 50 {
 				if i%10 == 9 {
 					// A batch with a reply over the limit fails as a
@@ -142,8 +144,7 @@ func TestReplyOverALimitFailsOnlyItsCall(t *testing.T) {
 				_, err := c.Do(ctx, "GET", "big")
 				requireOverLimit(t, err)
 			}
-			close(stop)
-			require.NoError(t, wait())
+			require.NoError(t, stop())
 
 			v, err := c.Do(ctx, "ECHO", "after")
 			require.NoError(t, err)
@@ -208,16 +209,14 @@ func TestReplyOverALimitFromRedis(t *testing.T) {
 		_, err := c.Do(ctx, "SET", "big", big)
 		require.NoError(t, err)
 
-		stop := make(chan struct{})
-		wait := bystanders(c, 8, stop)
+		stop := bystanders(t, c, 8)
 		for range 100 {
 			_, err := c.Do(ctx, "GET", "big")
 			requireOverLimit(t, err)
 		}
 		_, err = c.DoMulti(ctx, []string{"PING"}, []string{"GET", "big"}, []string{"PING"})
 		requireOverLimit(t, err)
-		close(stop)
-		require.NoError(t, wait())
+		require.NoError(t, stop())
 		require.NoError(t, c.Err())
 		require.Zero(t, c.Pending())
 	})

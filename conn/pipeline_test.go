@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
@@ -28,6 +29,8 @@ func TestConcurrentCallsGetTheirOwnReplies(t *testing.T) {
 func concurrentCalls(t *testing.T, c *conn.Conn) {
 	ctx := context.Background()
 
+	// The goroutines report with assert, which unlike require may be
+	// called off the test's goroutine, and stop at their first failure.
 	var wg sync.WaitGroup
 	for g := range 64 {
 		wg.Go(func() {
@@ -35,18 +38,21 @@ func concurrentCalls(t *testing.T, c *conn.Conn) {
 				want := strconv.Itoa(g*1000 + i)
 				if i%3 == 0 {
 					replies, err := c.DoMulti(ctx, []string{"ECHO", want}, []string{"ECHO", want + "b"})
-					require.NoError(t, err)
-					require.Equal(t, want, replies[0].Str)
-					require.Equal(t, want+"b", replies[1].Str)
+					if !assert.NoError(t, err) ||
+						!assert.Equal(t, want, replies[0].Str) || !assert.Equal(t, want+"b", replies[1].Str) {
+						return
+					}
 					continue
 				}
 				v, err := c.Do(ctx, "ECHO", want)
-				require.NoError(t, err)
-				require.Equal(t, want, v.Str)
+				if !assert.NoError(t, err) || !assert.Equal(t, want, v.Str) {
+					return
+				}
 			}
 		})
 	}
 	wg.Wait()
+	require.False(t, t.Failed(), "a goroutine failed")
 	require.Zero(t, c.Pending())
 }
 
@@ -61,8 +67,11 @@ func TestMultiCommandCallLeavesInOneWrite(t *testing.T) {
 	want := resp.AppendCommand(resp.AppendCommand(nil, ping...), eval...)
 
 	// Other goroutines keep the connection busy so that writes are shared.
+	// They are stopped and waited for however the test ends.
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
+	stopAll := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	defer stopAll()
 	for range 8 {
 		wg.Go(func() {
 			for {
@@ -71,8 +80,9 @@ func TestMultiCommandCallLeavesInOneWrite(t *testing.T) {
 					return
 				default:
 				}
-				_, err := c.Do(ctx, "ECHO", strings.Repeat("x", 100))
-				require.NoError(t, err)
+				if _, err := c.Do(ctx, "ECHO", strings.Repeat("x", 100)); !assert.NoError(t, err) {
+					return
+				}
 			}
 		})
 	}
@@ -82,8 +92,8 @@ func TestMultiCommandCallLeavesInOneWrite(t *testing.T) {
 		require.Equal(t, "PONG", replies[0].Str)
 		require.Equal(t, int64(0), replies[1].Int)
 	}
-	close(stop)
-	wg.Wait()
+	stopAll()
+	require.False(t, t.Failed(), "a goroutine failed")
 
 	found := 0
 	for _, w := range wire.Writes() {
@@ -103,6 +113,7 @@ func TestMultiCommandCallDoesNotStraddleAReadWindow(t *testing.T) {
 	srv := redistest.Start(t)
 	var wire wireLog
 	held, hold := make(chan struct{}), make(chan struct{})
+	release := sync.OnceFunc(func() { close(hold) })
 	var once sync.Once
 	c := dial(t, srv.Addr, conn.WithTap(func(dir conn.Direction, p []byte) {
 		wire.tap(dir, p)
@@ -114,25 +125,30 @@ func TestMultiCommandCallDoesNotStraddleAReadWindow(t *testing.T) {
 	ctx := context.Background()
 	big := strings.Repeat("v", 16<<10-100) // SET and the pair together pass 16 KiB
 
+	// However the test ends, the writer is let go and the callers are
+	// waited for.
 	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer release()
 	wg.Go(func() {
 		_, err := c.Do(ctx, "ECHO", "first")
-		require.NoError(t, err)
+		assert.NoError(t, err)
 	})
 	<-held
 	waitPending(t, c, 0) // the first reply is read while its caller writes
 	wg.Go(func() {
 		_, err := c.Do(ctx, "SET", "big", big)
-		require.NoError(t, err)
+		assert.NoError(t, err)
 	})
 	waitPending(t, c, 1)
 	wg.Go(func() {
 		_, err := c.DoMulti(ctx, []string{"PING"}, []string{"EVAL", releaseScript, "1", "lock:{a}", "t"})
-		require.NoError(t, err)
+		assert.NoError(t, err)
 	})
 	waitPending(t, c, 2)
-	close(hold)
+	release()
 	wg.Wait()
+	require.False(t, t.Failed(), "a goroutine failed")
 
 	writes := wire.Writes()
 	var sizes []int

@@ -202,8 +202,7 @@ func TestStartSendsABatchInOneWrite(t *testing.T) {
 	require.Equal(t, [][]byte{pair}, wire.Writes())
 
 	// Among others whose writes it shares.
-	stop := make(chan struct{})
-	wait := bystanders(c, 8, stop)
+	stop := bystanders(t, c, 8)
 	for range 200 {
 		p, err := c.Start(ping, eval)
 		require.NoError(t, err)
@@ -212,8 +211,7 @@ func TestStartSendsABatchInOneWrite(t *testing.T) {
 		require.Equal(t, "PONG", replies[0].Str)
 		require.Equal(t, int64(0), replies[1].Int)
 	}
-	close(stop)
-	require.NoError(t, wait())
+	require.NoError(t, stop())
 
 	found := 0
 	for _, w := range wire.Writes() {
