@@ -69,6 +69,6 @@ func TestAnExtensionThatLandsAfterTheLeaseRanOutIsUndone(t *testing.T) {
 	slow.Store(false)
 	require.ErrorIs(t, err, lock.ErrNotHeld)
 	<-done
-	require.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
+	eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
 		"the extension left the lock held for a minute after its lease ended")
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
@@ -22,6 +23,8 @@ func queueLen(t *testing.T, srv *redistest.Server, key string) int64 {
 
 func TestFairWaitersAcquireInArrivalOrder(t *testing.T) {
 	srv := redistest.Start(t)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // should the test stop early: after the lockers close
 	lockers := []*lock.Locker{
 		open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair()),
 		open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair()),
@@ -30,18 +33,18 @@ func TestFairWaitersAcquireInArrivalOrder(t *testing.T) {
 
 	var mu sync.Mutex
 	var order []int
-	var wg sync.WaitGroup
 	for i := range 20 {
 		l := lockers[rand.IntN(len(lockers))]
 		wg.Go(func() {
-			ls := mustLock(t, l, "line")
-			mu.Lock()
-			order = append(order, i)
-			mu.Unlock()
-			mustUnlock(t, ls)
+			holdWhile(t, l, "line", func(*lock.Lease) bool {
+				mu.Lock()
+				order = append(order, i)
+				mu.Unlock()
+				return true
+			})
 		})
 		// The next waiter arrives only once this one is queued.
-		require.Eventually(t, func() bool { return queueLen(t, srv, "line") == int64(i+1) }, 5*time.Second, time.Millisecond)
+		eventually(t, func() bool { return queueLen(t, srv, "line") == int64(i+1) }, 5*time.Second, time.Millisecond)
 	}
 	mustUnlock(t, held)
 	wg.Wait()
@@ -66,11 +69,13 @@ func TestFairLockersExcludeEachOtherAndFenceInOrder(t *testing.T) {
 		for range 16 {
 			wg.Go(func() {
 				for taken.Add(1) <= 2000 {
-					ls := mustLock(t, l, "counter")
-					require.Greater(t, ls.Token(), last)
-					last = ls.Token()
-					incrementPlainly(t, counter, "count")
-					mustUnlock(t, ls)
+					if !holdWhile(t, l, "counter", func(ls *lock.Lease) bool {
+						ok := assert.Greater(t, ls.Token(), last)
+						last = ls.Token()
+						return assert.NoError(t, addOne(counter, "count")) && ok
+					}) {
+						return
+					}
 				}
 			})
 		}
@@ -82,16 +87,19 @@ func TestFairLockersExcludeEachOtherAndFenceInOrder(t *testing.T) {
 
 func TestFairReleaserWaitsItsTurn(t *testing.T) {
 	srv := redistest.Start(t)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // should the test stop early: after the lockers close
 	a, b := open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair())
 	held := mustLock(t, a, "k")
 	got := make(chan struct{})
-	go func() {
-		ls := mustLock(t, b, "k")
-		close(got)
-		time.Sleep(20 * time.Millisecond)
-		mustUnlock(t, ls)
-	}()
-	require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	wg.Go(func() {
+		holdWhile(t, b, "k", func(*lock.Lease) bool {
+			close(got)
+			time.Sleep(20 * time.Millisecond)
+			return true
+		})
+	})
+	eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
 	mustUnlock(t, held)
 	// The releaser asks again at once and must not get ahead of b.
 	again := mustLock(t, a, "k")
@@ -101,6 +109,7 @@ func TestFairReleaserWaitsItsTurn(t *testing.T) {
 		t.Fatal("the releaser took the lock back")
 	}
 	mustUnlock(t, again)
+	wg.Wait()
 }
 
 func TestFairTryLockDoesNotJumpTheQueue(t *testing.T) {
@@ -127,10 +136,10 @@ func TestFairCancelledWaiterLeavesTheQueue(t *testing.T) {
 		_, err := b.Lock(ctx, "k")
 		errs <- err
 	}()
-	require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
 	cancel()
 	require.ErrorIs(t, <-errs, context.Canceled)
-	require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 0 }, 5*time.Second, time.Millisecond)
+	eventually(t, func() bool { return queueLen(t, srv, "k") == 0 }, 5*time.Second, time.Millisecond)
 	require.Zero(t, srv.Do(t, "HLEN", "baton:{k}:waiters").Int)
 	mustUnlock(t, held)
 }
@@ -156,12 +165,16 @@ func TestFairCancelsRacingHandOffsPassTheLockOn(t *testing.T) {
 				timer.Stop()
 				cancel()
 				if err != nil {
-					require.ErrorIs(t, err, context.Canceled)
+					if !assert.ErrorIs(t, err, context.Canceled) {
+						return
+					}
 					cancelled.Add(1)
 					continue
 				}
 				acquired.Add(1)
-				mustUnlock(t, ls)
+				if !assert.NoError(t, ls.Unlock(context.Background())) {
+					return
+				}
 			}
 		})
 	}
@@ -169,7 +182,7 @@ func TestFairCancelsRacingHandOffsPassTheLockOn(t *testing.T) {
 	t.Logf("%d acquired, %d cancelled", acquired.Load(), cancelled.Load())
 	require.Equal(t, int64(500), acquired.Load()+cancelled.Load())
 	require.Positive(t, cancelled.Load())
-	require.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
+	eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
 		"the lock is held after every waiter left")
 	require.Zero(t, queueLen(t, srv, "k"))
 	ls := mustLock(t, lockers[0], "k")

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
@@ -30,9 +31,11 @@ func TestLockersExcludeEachOther(t *testing.T) {
 		for range goroutines {
 			wg.Go(func() {
 				for taken.Add(1) <= increments {
-					ls := mustLock(t, l, "counter")
-					incrementPlainly(t, counter, "count")
-					mustUnlock(t, ls)
+					if !holdWhile(t, l, "counter", func(*lock.Lease) bool {
+						return assert.NoError(t, addOne(counter, "count"))
+					}) {
+						return
+					}
 				}
 			})
 		}
@@ -50,12 +53,15 @@ func TestFencingTokensIncreaseAcrossLockers(t *testing.T) {
 	for _, l := range []*lock.Locker{a, b, a, b} {
 		wg.Go(func() {
 			for range 50 {
-				ls := mustLock(t, l, "fenced")
-				// Under the lock, the tokens seen form the order of holding.
-				require.Greater(t, ls.Token(), last)
-				last = ls.Token()
-				held++
-				mustUnlock(t, ls)
+				if !holdWhile(t, l, "fenced", func(ls *lock.Lease) bool {
+					// Under the lock, the tokens seen form the order of holding.
+					ok := assert.Greater(t, ls.Token(), last)
+					last = ls.Token()
+					held++
+					return ok
+				}) {
+					return
+				}
 			}
 		})
 	}

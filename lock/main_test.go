@@ -4,7 +4,9 @@ import (
 	"context"
 	"strconv"
 	"testing"
+	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
@@ -42,10 +44,47 @@ func mustUnlock(t testing.TB, ls *lock.Lease) {
 // read-modify-write that only the lock keeps exact.
 func incrementPlainly(t testing.TB, c *conn.Conn, key string) {
 	t.Helper()
+	require.NoError(t, addOne(c, key))
+}
+
+// addOne is incrementPlainly returning its error instead of failing the
+// test, for goroutines other than the test's.
+func addOne(c *conn.Conn, key string) error {
 	ctx := context.Background()
 	v, err := c.Do(ctx, "GET", key)
-	require.NoError(t, err)
+	if err != nil {
+		return err
+	}
 	n, _ := strconv.Atoi(v.Str)
 	_, err = c.Do(ctx, "SET", key, strconv.Itoa(n+1))
-	require.NoError(t, err)
+	return err
+}
+
+// holdWhile takes key's lock on l, runs fn (if not nil) under it and lets
+// go. It reports failures with assert, never FailNow, so it may run on any
+// goroutine, where mustLock and mustUnlock may not; it returns whether the
+// lock was taken and released and fn returned true.
+func holdWhile(t testing.TB, l *lock.Locker, key string, fn func(*lock.Lease) bool) bool {
+	t.Helper()
+	ls, err := l.Lock(context.Background(), key)
+	if !assert.NoError(t, err) {
+		return false
+	}
+	ok := fn == nil || fn(ls)
+	return assert.NoError(t, ls.Unlock(context.Background())) && ok
+}
+
+// eventually is require.Eventually for conditions that may fail the test,
+// such as those calling srv.Do: it polls cond every tick on the test's own
+// goroutine, where FailNow is allowed, and fails the test if cond does not
+// hold within wait.
+func eventually(t testing.TB, cond func() bool, wait, tick time.Duration, msgAndArgs ...any) {
+	t.Helper()
+	deadline := time.Now().Add(wait)
+	for !cond() {
+		if !time.Now().Before(deadline) {
+			require.Fail(t, "Condition never satisfied", msgAndArgs...)
+		}
+		time.Sleep(tick)
+	}
 }

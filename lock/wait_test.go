@@ -37,7 +37,7 @@ func TestCancelledWaitLeavesNoWaiterBehind(t *testing.T) {
 	defer cancel()
 	_, err := waiter.Lock(ctx, "k")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.Eventually(t, func() bool {
+	eventually(t, func() bool {
 		return srv.Do(t, "PUBSUB", "NUMSUB", "__keyspace@0__:baton:{k}").Elems[1].Int == 0
 	}, 5*time.Second, time.Millisecond, "the subscription outlived its only waiter")
 	mustUnlock(t, held)
@@ -61,7 +61,7 @@ func TestCancelledUnlockStillReleases(t *testing.T) {
 			if err != nil {
 				require.ErrorIs(t, err, context.Canceled)
 			}
-			require.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 },
+			eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 },
 				5*time.Second, time.Millisecond, "a cancelled release left the lock held")
 			cancel()
 		})
@@ -85,7 +85,9 @@ func TestEveryReleaseIsOneWriteOfPingThenEvalsha(t *testing.T) {
 	for _, locker := range []*lock.Locker{l, l, other} {
 		wg.Go(func() {
 			for range 20 {
-				mustUnlock(t, mustLock(t, locker, "k"))
+				if !holdWhile(t, locker, "k", nil) {
+					return
+				}
 			}
 		})
 	}
@@ -109,21 +111,23 @@ func TestEveryReleaseIsOneWriteOfPingThenEvalsha(t *testing.T) {
 func TestWaitersSurviveTheLossOfTheSubscriber(t *testing.T) {
 	srv := redistest.Start(t)
 	const ttl = time.Second
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // should the test stop early: after the lockers close
 	holder := open(t, srv, lock.WithTTL(time.Minute))
 	waiters := open(t, srv, lock.WithTTL(ttl),
 		lock.WithConnOptions(conn.WithRedialBackoff(time.Millisecond, 10*time.Millisecond)))
 	held := mustLock(t, holder, "k")
 
 	acquired := make(chan time.Time, 3)
-	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
-			ls := mustLock(t, waiters, "k")
-			acquired <- time.Now()
-			mustUnlock(t, ls)
+			holdWhile(t, waiters, "k", func(*lock.Lease) bool {
+				acquired <- time.Now()
+				return true
+			})
 		})
 	}
-	require.Eventually(t, func() bool {
+	eventually(t, func() bool {
 		return srv.Do(t, "PUBSUB", "NUMSUB", "__keyspace@0__:baton:{k}").Elems[1].Int == 1
 	}, 5*time.Second, time.Millisecond)
 	srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")

@@ -58,15 +58,16 @@ func runScenario(t testing.TB, srv *redistest.Server, sc scenario) (passed int, 
 
 	start := make(chan struct{})
 	var seen int
+	var bErr error // B's Modify, checked once B is done
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		<-start
 		t0 := time.Now()
-		require.NoError(t, b.Modify(ctx, "session", func(c *counter) error {
+		bErr = b.Modify(ctx, "session", func(c *counter) error {
 			seen = c.N
 			c.N++
 			return nil
-		}))
+		})
 		waited = time.Since(t0)
 	})
 	for i := range 1000 {
@@ -76,6 +77,7 @@ func runScenario(t testing.TB, srv *redistest.Server, sc scenario) (passed int, 
 		}
 	}
 	wg.Wait()
+	require.NoError(t, bErr)
 	v, err := a.Get(ctx, "session")
 	require.NoError(t, err)
 	require.Equal(t, 1001, v.N)
