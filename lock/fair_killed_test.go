@@ -4,7 +4,7 @@ import (
 	"context"
 	"os"
 	"os/exec"
-	"sync"
+	"strconv"
 	"testing"
 	"time"
 
@@ -16,15 +16,14 @@ import (
 
 const queuedWaiterAddr = "BATON_QUEUED_WAITER_ADDR"
 
-// TestQueuedWaiterProcess is a fair waiter that queues for "k" and never
-// gets to leave: the parent test kills it.
+// TestQueuedWaiterProcess is a fair waiter, with the default options,
+// that queues for "k" and never gets to leave: the parent test kills it.
 func TestQueuedWaiterProcess(t *testing.T) {
 	addr := os.Getenv(queuedWaiterAddr)
 	if addr == "" {
-		t.Skip("the killed waiter of TestFairKilledWaiterDoesNotStallTheQueue")
+		t.Skip("a killed waiter of TestFairKilledWaitersDoNotStallTheQueue")
 	}
-	l, err := lock.Open(context.Background(), addr, lock.WithFair(),
-		lock.WithQueueLease(300*time.Millisecond), lock.WithTTL(500*time.Millisecond))
+	l, err := lock.Open(context.Background(), addr, lock.WithFair())
 	require.NoError(t, err)
 	_, err = l.Lock(context.Background(), "k")
 	require.NoError(t, err)
@@ -32,8 +31,8 @@ func TestQueuedWaiterProcess(t *testing.T) {
 }
 
 // startQueuedWaiter runs TestQueuedWaiterProcess and returns once it is
-// queued for "k".
-func startQueuedWaiter(t *testing.T, srv *redistest.Server) *exec.Cmd {
+// queued for "k" behind queued others.
+func startQueuedWaiter(t *testing.T, srv *redistest.Server, queued int64) *exec.Cmd {
 	t.Helper()
 	child := exec.Command(os.Args[0], "-test.run=^TestQueuedWaiterProcess$")
 	child.Env = append(os.Environ(), queuedWaiterAddr+"="+srv.Addr)
@@ -43,50 +42,67 @@ func startQueuedWaiter(t *testing.T, srv *redistest.Server) *exec.Cmd {
 		_ = child.Process.Kill()
 		_ = child.Wait()
 	})
-	require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 10*time.Second, time.Millisecond)
+	waitQueued(t, srv, queued+1)
 	return child
 }
 
-// queueBehindAKilledWaiter holds "k", queues a waiter in a child process
-// and then one more (made with otherOpts) behind it, and kills the child.
-// It returns the holder's lease and a channel that tells when the last
-// waiter got the lock.
-func queueBehindAKilledWaiter(t *testing.T, otherOpts ...lock.Option) (*lock.Lease, <-chan time.Time) {
+func waitQueued(t *testing.T, srv *redistest.Server, n int64) {
 	t.Helper()
-	srv := redistest.Start(t)
-	holder := open(t, srv, lock.WithFair(), lock.WithTTL(time.Minute))
-	other := open(t, srv, append([]lock.Option{lock.WithFair()}, otherOpts...)...)
-	held := mustLock(t, holder, "k")
-	child := startQueuedWaiter(t, srv)
-	got := make(chan time.Time, 1)
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait) // before the Lockers close
-	wg.Go(func() {
-		ls := mustLock(t, other, "k")
-		got <- time.Now()
-		mustUnlock(t, ls)
-	})
-	require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 2 }, 5*time.Second, time.Millisecond)
-	require.NoError(t, child.Process.Kill())
-	return held, got
+	deadline := time.Now().Add(10 * time.Second)
+	for queueLen(t, srv, "k") != n {
+		require.True(t, time.Now().Before(deadline), "never %d queued", n)
+		time.Sleep(time.Millisecond)
+	}
 }
 
-func TestFairKilledWaiterDoesNotStallTheQueue(t *testing.T) {
-	t.Run("skipped at hand-off once its queue lease ran out", func(t *testing.T) {
-		held, got := queueBehindAKilledWaiter(t)
-		time.Sleep(400 * time.Millisecond) // past the dead waiter's 300ms queue lease
-		released := time.Now()
-		mustUnlock(t, held)
-		// Straight from the release: the dead head is skipped.
-		require.Less(t, (<-got).Sub(released), 300*time.Millisecond)
-	})
-	t.Run("handed the lock as it died, it holds it no longer than its TTL", func(t *testing.T) {
-		held, got := queueBehindAKilledWaiter(t, lock.WithQueueLease(300*time.Millisecond))
-		released := time.Now()
-		mustUnlock(t, held) // the dead waiter's entry is still live: it gets the lock
-		// Its 500ms TTL, then the next re-check (every 100ms).
-		waited := (<-got).Sub(released)
-		t.Logf("the next waiter got the lock %v after the hand-off to the dead one", waited)
-		require.Less(t, waited, 500*time.Millisecond+300*time.Millisecond)
-	})
+// maxHandOffPastTheDead is how soon after the release the next live
+// waiter must hold the lock, however many waiters before it died.
+const maxHandOffPastTheDead = time.Second
+
+// TestFairKilledWaitersDoNotStallTheQueue queues waiters in child
+// processes ahead of a live one, kills them while their queue entries are
+// still live (the default queue lease is 3s), and releases: the release
+// skips every dead waiter, whose process no longer hears its channel.
+func TestFairKilledWaitersDoNotStallTheQueue(t *testing.T) {
+	for _, dead := range []int{1, 3} {
+		t.Run(strconv.Itoa(dead)+" dead", func(t *testing.T) {
+			srv := redistest.Start(t)
+			holder := open(t, srv, lock.WithFair(), lock.WithTTL(time.Minute))
+			live := open(t, srv, lock.WithFair())
+			held := mustLock(t, holder, "k")
+			var children []*exec.Cmd
+			for i := range dead {
+				children = append(children, startQueuedWaiter(t, srv, int64(i)))
+			}
+			got := make(chan time.Time, 1)
+			errs := make(chan error, 1)
+			go func() {
+				ls, err := live.Lock(context.Background(), "k")
+				if err != nil {
+					errs <- err
+					return
+				}
+				got <- time.Now()
+				errs <- ls.Unlock(context.Background())
+			}()
+			waitQueued(t, srv, int64(dead+1))
+			for _, child := range children {
+				require.NoError(t, child.Process.Kill())
+				_, _ = child.Process.Wait()
+			}
+			released := time.Now()
+			mustUnlock(t, held)
+			select {
+			case at := <-got:
+				waited := at.Sub(released)
+				t.Logf("dead=%d the live waiter held the lock %v after the release", dead, waited)
+				require.Less(t, waited, maxHandOffPastTheDead)
+			case err := <-errs:
+				t.Fatalf("the live waiter failed: %v", err)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the live waiter never got the lock")
+			}
+			require.NoError(t, <-errs)
+		})
+	}
 }

@@ -1,0 +1,69 @@
+package lock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+// TestEveryAcceptedKeyKeepsItsLockInOneSlot runs every script of both
+// modes, on a one-node Redis Cluster, for keys with braces in every place
+// a user might put them: a script whose keys fell into two slots would
+// fail with CROSSSLOT.
+func TestEveryAcceptedKeyKeepsItsLockInOneSlot(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithCluster())
+	keys := []string{"a", "x}y", "{a}", "a{b}c", "{", "{}", "a}", "{{", "x}{", "k{"}
+	ctx := context.Background()
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			opts := []lock.Option{lock.WithTTL(time.Second)}
+			if mode == "fair" {
+				opts = append(opts, lock.WithFair())
+			}
+			holder, waiter := open(t, srv, opts...), open(t, srv, opts...)
+			for _, key := range keys {
+				ls, err := holder.Lock(ctx, key)
+				require.NoError(t, err, key)
+				require.NoError(t, ls.Extend(ctx, time.Second), key)
+				// A waiter asks (fast) or queues (fair), and is handed the
+				// lock by a write-back.
+				got := make(chan error, 1)
+				go func() {
+					ls, err := waiter.Lock(ctx, key)
+					if err == nil {
+						err = ls.Unlock(ctx)
+					}
+					got <- err
+				}()
+				waitForRequest(t, srv, mode, key)
+				_, err = ls.Commit(ctx, lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute}, true)
+				require.NoError(t, err, key)
+				require.NoError(t, <-got, key)
+			}
+		})
+	}
+}
+
+// waitForRequest returns once a waiter for key has asked for it.
+func waitForRequest(t *testing.T, srv *redistest.Server, mode, key string) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var n int64
+		if mode == "fair" {
+			n = srv.Do(t, "ZCARD", "baton:{"+key+"}:queue").Int
+		} else {
+			n = srv.Do(t, "EXISTS", "baton:{"+key+"}:wanted").Int
+		}
+		if n > 0 {
+			return
+		}
+		require.True(t, time.Now().Before(deadline), "no request for %q", key)
+		time.Sleep(time.Millisecond)
+	}
+}

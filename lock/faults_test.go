@@ -1,0 +1,182 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/resp"
+	"github.com/batonlock/baton/subscriber"
+)
+
+// The scripts' key counts tell them apart on a fake server: the fast
+// acquire has 3 keys, the fast release 2, the fair scripts 6.
+const (
+	fastAcquireKeys = "3"
+	fastReleaseKeys = "2"
+	fairKeys        = "6"
+)
+
+// onFake returns a Locker whose command connection goes to a fake server
+// answering with reply(connection number, command), and whose subscriber
+// goes to srv. An empty reply cuts the connection.
+func onFake(t *testing.T, srv *redistest.Server, reply func(n int32, cmd []string) string, opts ...lock.Option) *lock.Locker {
+	t.Helper()
+	var conns atomic.Int32
+	fake := redistest.NewFake(t, func(s *redistest.Session) {
+		n := conns.Add(1)
+		for {
+			cmd, err := s.ReadCommand()
+			if err != nil {
+				return
+			}
+			r := "+OK\r\n"
+			switch cmd[0] {
+			case "PING":
+				r = "+PONG\r\n"
+			case "EVALSHA", "EVAL":
+				r = reply(n, cmd)
+			}
+			if r == "" {
+				s.Cut()
+				return
+			}
+			if s.Send(r) != nil {
+				return
+			}
+		}
+	})
+	client, err := conn.NewClient(fake.Addr, conn.WithRedialBackoff(time.Millisecond, 10*time.Millisecond))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = client.Close() })
+	sub, err := subscriber.New(context.Background(), srv.Addr, subscriber.WithoutKeyspaceEvents())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+	l, err := lock.New(client, sub, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	return l
+}
+
+func TestABadFairReplyIsAnErrorNotALease(t *testing.T) {
+	srv := redistest.Start(t)
+	for name, bad := range map[string]string{
+		"token 0":          "*2\r\n:1\r\n:0\r\n",
+		"token -1":         "*2\r\n:1\r\n:-1\r\n",
+		"not an array":     ":1\r\n",
+		"short":            "*1\r\n:1\r\n",
+		"a string":         "*2\r\n:1\r\n$1\r\n5\r\n",
+		"unknown outcome":  "*2\r\n:2\r\n:5\r\n",
+		"queued, no token": "*2\r\n:0\r\n:5\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			l := onFake(t, srv, func(_ int32, cmd []string) string {
+				if cmd[2] == fairKeys && len(cmd) == 3+6+8 { // the acquire
+					return bad
+				}
+				return ":0\r\n"
+			}, lock.WithFair())
+			ls, err := l.TryLock(context.Background(), "k")
+			require.ErrorIs(t, err, resp.ErrProtocol)
+			require.Nil(t, ls)
+		})
+	}
+}
+
+func TestAFastReplyOfTheWrongTypeIsAnError(t *testing.T) {
+	srv := redistest.Start(t)
+	l := onFake(t, srv, func(_ int32, cmd []string) string {
+		if cmd[2] == fastAcquireKeys {
+			return "+OK\r\n"
+		}
+		return ":0\r\n"
+	})
+	ls, err := l.TryLock(context.Background(), "k")
+	require.ErrorIs(t, err, resp.ErrProtocol)
+	require.Nil(t, ls)
+}
+
+func TestAReleaseCutShortIsSentAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	for name, retried := range map[string]struct {
+		reply   string
+		outcome func(t *testing.T, err error)
+	}{
+		"and releases": {":1\r\n", func(t *testing.T, err error) { require.NoError(t, err) }},
+		"and finds the lock gone": {":0\r\n", func(t *testing.T, err error) {
+			var uncertain *conn.UncertainError
+			require.ErrorAs(t, err, &uncertain, "the first attempt may have released it")
+			require.NotErrorIs(t, err, lock.ErrNotHeld)
+		}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var releases atomic.Int32
+			l := onFake(t, srv, func(n int32, cmd []string) string {
+				switch cmd[2] {
+				case fastAcquireKeys:
+					return ":1764000000000000\r\n"
+				case fastReleaseKeys:
+					if releases.Add(1) == 1 {
+						return "" // the connection dies with the release in flight
+					}
+					return retried.reply
+				}
+				return ":1\r\n"
+			})
+			ls, err := l.TryLock(context.Background(), "k")
+			require.NoError(t, err)
+			retried.outcome(t, ls.Unlock(context.Background()))
+			require.Equal(t, int32(2), releases.Load(), "sent once more on a new connection")
+		})
+	}
+}
+
+func TestCloseEndsInBoundedTimeOnAStalledServer(t *testing.T) {
+	srv := redistest.Start(t)
+	for name, stallOn := range map[string]string{
+		"a Lock in flight":      fastAcquireKeys,
+		"a lease to release":    fastReleaseKeys,
+		"both, the lock queued": "",
+	} {
+		t.Run(name, func(t *testing.T) {
+			stall := make(chan struct{})
+			l := onFake(t, srv, func(_ int32, cmd []string) string {
+				if cmd[2] == stallOn || stallOn == "" && cmd[2] == fastReleaseKeys {
+					<-stall // a server that stopped answering
+					return ":0\r\n"
+				}
+				return ":1764000000000000\r\n"
+			}, lock.WithReleaseTimeout(200*time.Millisecond))
+			t.Cleanup(func() { close(stall) }) // before the fake's cleanup waits for its handlers
+			ctx := context.Background()
+			locked := make(chan error, 1)
+			if stallOn != fastAcquireKeys {
+				_, err := l.Lock(ctx, "held")
+				require.NoError(t, err)
+			}
+			go func() { _, err := l.Lock(ctx, "other"); locked <- err }()
+			time.Sleep(50 * time.Millisecond)
+			start := time.Now()
+			require.NoError(t, l.Close())
+			took := time.Since(start)
+			t.Logf("Close took %v", took)
+			require.Less(t, took, 2*time.Second, "two release timeouts and some slack")
+			select {
+			case err := <-locked:
+				if err != nil && !errors.Is(err, lock.ErrClosed) {
+					var uncertain *conn.UncertainError
+					require.ErrorAs(t, err, &uncertain)
+				}
+			case <-time.After(2 * time.Second):
+				t.Fatal("a Lock outlived Close")
+			}
+		})
+	}
+}
