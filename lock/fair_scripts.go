@@ -97,15 +97,10 @@ return 1
 // fairCommitScript is commitScript in fair mode. KEYS: the six, then
 // state. ARGV and replies as for commitScript. With keep, the lock is kept
 // unless a live waiter is queued, who is then offered it.
-var fairCommitScript = newScript(fairPrelude + `
+var fairCommitScript = newScript(fairPrelude + statePrelude + `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local result = 0
-if ARGV[6] == '1' and redis.call('EXISTS', KEYS[7]) == 0 then
-	if ARGV[4] == '1' then return -2 end
-	result = -2
-else
-	redis.call('SET', KEYS[7], ARGV[2], 'PX', ARGV[3])
-end
+local result = writeState(KEYS[7])
+if result == -2 and ARGV[4] == '1' then return -2 end
 if promote(ARGV[7]) then return result end
 if ARGV[4] == '1' then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])

@@ -149,6 +149,18 @@ end
 return 0
 `)
 
+// statePrelude defines writeState(key), the write-back of the commit
+// scripts, whose ARGV it reads: it sets key to the value with its TTL and
+// returns 0, or, when the state must exist and key is missing, writes
+// nothing and returns -2.
+const statePrelude = `
+local function writeState(key)
+	if ARGV[6] == '1' and redis.call('EXISTS', key) == 0 then return -2 end
+	redis.call('SET', key, ARGV[2], 'PX', ARGV[3])
+	return 0
+end
+`
+
 // commitScript is the fenced write-back (Lease.Commit) in fast mode.
 // KEYS: lock, state, wanted. ARGV: owner, value, state TTL ms, "1" to keep
 // the lock, lock TTL ms, "1" if the state must exist, hand-off window ms.
@@ -157,15 +169,10 @@ return 0
 // keep, else released). Else the state is written and it returns 1 if the
 // caller still holds the lock, 0 if it was released or handed to the
 // asker.
-var commitScript = newScript(handOffPrelude + `
+var commitScript = newScript(handOffPrelude + statePrelude + `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local result = 0
-if ARGV[6] == '1' and redis.call('EXISTS', KEYS[2]) == 0 then
-	if ARGV[4] == '1' then return -2 end
-	result = -2
-else
-	redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
-end
+local result = writeState(KEYS[2])
+if result == -2 and ARGV[4] == '1' then return -2 end
 if handOff(KEYS[3], ARGV[1], ARGV[7]) then return result end
 if ARGV[4] == '1' then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
