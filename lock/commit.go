@@ -52,12 +52,13 @@ func (ls *Lease) Commit(ctx context.Context, w Write, keep bool) (held bool, err
 		return false, err
 	}
 	defer ls.c.l.exit()
-	c := ls.c
+	c := &ls.c
 	if hashTag(w.Key) != hashTag(c.names.lock) {
 		return false, fmt.Errorf("%w: state key %q does not share the hash tag of lock %q", ErrInvalid, w.Key, c.names.lock)
 	}
 	if !keep {
-		return false, ls.unlock(ctx, &w)
+		release := w // only this copy escapes to the release's goroutine
+		return false, ls.unlock(ctx, &release)
 	}
 	if !ls.isHeld() {
 		return false, c.errorf("commit", ErrNotHeld)

@@ -21,19 +21,22 @@
 // problem. A waiter that misses a notification retries when the holder's
 // TTL runs out.
 //
-// Requests and hand-offs. A holder that keeps the lock between pieces of
-// work (package manager's hold) must learn that others want it, and must
-// not take it straight back when it lets go. In fast mode every failed
-// attempt of a waiting Lock sets the request <prefix>{key}:wanted to
+// Requests and hand-offs. A waiter that found the lock held must not be
+// passed over by a holder that releases and locks again in a tight loop,
+// and a holder that keeps the lock between pieces of work (package
+// manager's hold) must learn that others want it. So every failed attempt
+// of a waiting Lock sets the request <prefix>{key}:wanted to
 // "<owner> <waiter-id> <channel>" and publishes on that name as a channel
 // (Lease.Wanted hears it). The request is one slot, the latest asker's; it
-// stays until that waiter acquires or gives up, or its TTL ends. A holder
-// that commits with keep (Lease.Commit) and finds a request hands the lock
-// to the asker in the same script: it sets the lock to the asker's owner
-// token and publishes the waiter's ID to its process channel. The asker's
-// next attempt finds the lock its own and confirms it. The former holder,
-// asking again, finds the lock held and waits its turn: it cannot take the
-// lock back, whatever the server's write order.
+// stays until that waiter acquires or gives up, or its TTL ends. A release
+// (Unlock, or Commit) that finds a request hands the lock to the asker in
+// the same script: it sets the lock to the asker's owner token and
+// publishes the waiter's ID to its process channel; a Commit with keep
+// does the same instead of extending. The asker's next attempt finds the
+// lock its own and confirms it. The former holder, asking again, finds the
+// lock held and waits its turn: it cannot take the lock back, whatever the
+// server's write order. Waiters that have not asked yet still race, with
+// the head start above.
 //
 // Hand-off windows. A lock handed to a waiter (in either mode) is set with
 // a TTL of 500ms, or the lock's TTL if shorter, until the waiter confirms:

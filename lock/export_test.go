@@ -32,7 +32,8 @@ func AskAs(ctx context.Context, l *Locker, key, owner string, waiterID uint64, c
 		return nil, err
 	}
 	defer l.exit()
-	c := &claim{l: l, key: key, names: l.keyNames(key), owner: owner}
+	c := l.newClaim(key)
+	c.owner = owner
 	c.asker = formatAsker(waiterID, channel)
 	ls, _, _, err := c.tryFast(ctx, true, nil)
 	if ls == nil && err == nil {

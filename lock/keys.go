@@ -73,10 +73,16 @@ type claim struct {
 	// asker is "<waiter-id> <channel>" where a hand-off reaches this
 	// claim's waiter; set by a fast-mode Lock before it first asks.
 	asker string
+	// lease is the Lease that the claim lives in, made with it so that a
+	// claim that acquires costs no allocation more; it is given out only
+	// once acquired.
+	lease *Lease
 }
 
 func (l *Locker) newClaim(key string) *claim {
-	return &claim{l: l, key: key, names: l.keyNames(key), owner: rand.Text()}
+	ls := &Lease{c: claim{l: l, key: key, names: l.keyNames(key), owner: rand.Text()}}
+	ls.c.lease = ls
+	return &ls.c
 }
 
 // errorf wraps err with the claim's key and the operation, as every error

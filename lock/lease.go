@@ -9,7 +9,7 @@ import (
 
 // Lease is one holding of a lock, from acquire to release or loss.
 type Lease struct {
-	c     *claim
+	c     claim
 	token uint64
 	// queuedAfter is, for a fair lease that waited in the queue, the last
 	// fencing token handed out when it queued: leases in between were
@@ -42,7 +42,8 @@ const (
 // has closed meanwhile.
 func (c *claim) newLease(token uint64, start time.Time, queuedAfter uint64) *Lease {
 	l := c.l
-	ls := &Lease{c: c, token: token, queuedAfter: queuedAfter, deadline: start.Add(l.opts.TTL)}
+	ls := c.lease
+	ls.token, ls.queuedAfter, ls.deadline = token, queuedAfter, start.Add(l.opts.TTL)
 	if l.opts.AutoExtend {
 		ls.stop = make(chan struct{})
 	}
@@ -169,7 +170,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return err
 	}
 	defer ls.c.l.exit()
-	c := ls.c
+	c := &ls.c
 	if !ls.isHeld() {
 		return c.errorf("extend", ErrNotHeld)
 	}

@@ -74,7 +74,11 @@ func (l *Locker) inBackground(fn func(ctx context.Context)) {
 // a new connection when the connection broke under it: every release
 // script compares the owner first, so running it twice is harmless.
 func (c *claim) releaseNow(ctx context.Context, w *Write, style lockconf.ReleaseStyle) error {
-	v, err := c.l.retryUncertain(ctx, func(ctx context.Context) (resp.Value, error) { return c.sendRelease(ctx, w, style) })
+	var v retried
+	var err error
+	for v.value, err = c.sendRelease(ctx, w, style); c.l.retrying(ctx, &v, err); {
+		v.value, err = c.sendRelease(ctx, w, style)
+	}
 	if err != nil {
 		return c.errorf("unlock", err)
 	}
@@ -137,27 +141,36 @@ func (c *claim) sendRelease(ctx context.Context, w *Write, style lockconf.Releas
 type retried struct {
 	value          resp.Value
 	firstUncertain error
+	giveUp         time.Time // when retrying stops
 }
 
 // retryUncertain runs op until it ends with something other than an
-// uncertain outcome (its connection broke with the command in flight),
-// ctx ends, or the release timeout has passed since the first uncertain
-// outcome. The client dials a new connection for each retry, pacing
-// itself with its backoff.
+// uncertain outcome, as retrying decides.
 func (l *Locker) retryUncertain(ctx context.Context, op func(context.Context) (resp.Value, error)) (retried, error) {
-	var first error
-	var giveUp time.Time
-	for {
-		v, err := op(ctx)
-		var uncertain *conn.UncertainError
-		if !errors.As(err, &uncertain) || ctx.Err() != nil || (first != nil && time.Now().After(giveUp)) {
-			if err != nil && first != nil {
-				err = fmt.Errorf("%w (after a first attempt that %w)", err, first)
-			}
-			return retried{value: v, firstUncertain: first}, err
-		}
-		if first == nil {
-			first, giveUp = err, time.Now().Add(l.opts.ReleaseTimeout)
-		}
+	var v retried
+	var err error
+	for v.value, err = op(ctx); l.retrying(ctx, &v, err); {
+		v.value, err = op(ctx)
 	}
+	return v, err
+}
+
+// retrying reports whether to send again a command that ended with err:
+// when its connection broke with it in flight (an uncertain outcome),
+// while ctx lasts and within the release timeout of the first such
+// outcome, which it records in v. The client dials a new connection for
+// each retry, pacing itself with its backoff.
+func (l *Locker) retrying(ctx context.Context, v *retried, err error) bool {
+	if err == nil {
+		return false
+	}
+	var uncertain *conn.UncertainError
+	if !errors.As(err, &uncertain) || ctx.Err() != nil {
+		return false
+	}
+	if v.firstUncertain == nil {
+		v.firstUncertain, v.giveUp = err, time.Now().Add(l.opts.ReleaseTimeout)
+		return true
+	}
+	return time.Now().Before(v.giveUp)
 }

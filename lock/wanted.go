@@ -25,7 +25,7 @@ func (ls *Lease) Wanted() <-chan struct{} {
 // channel, or found standing once the subscription is in place, until the
 // lease ends or the Locker closes.
 func (ls *Lease) watchWanted(done <-chan struct{}, wanted chan struct{}) {
-	c, l := ls.c, ls.c.l
+	c, l := &ls.c, ls.c.l
 	w, err := l.sub.WatchChannel(l.bgCtx, c.names.wanted)
 	if err != nil {
 		return // the Locker or its subscriber is closing
@@ -45,7 +45,7 @@ func (ls *Lease) watchWanted(done <-chan struct{}, wanted chan struct{}) {
 
 // requestStands reads whether another owner's request stands.
 func (ls *Lease) requestStands() bool {
-	c, l := ls.c, ls.c.l
+	c, l := &ls.c, ls.c.l
 	if l.opts.Fair {
 		v, err := l.client.Do(l.bgCtx, "ZCARD", c.names.queue)
 		return err == nil && v.Int > 0
