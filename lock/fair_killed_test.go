@@ -75,7 +75,8 @@ func TestFairKilledWaitersDoNotStallTheQueue(t *testing.T) {
 				children = append(children, startQueuedWaiter(t, srv, int64(i)))
 			}
 			got := make(chan time.Time, 1)
-			errs := make(chan error, 1)
+			errs := make(chan error, 1)     // the Lock's
+			unlocked := make(chan error, 1) // the Unlock's, once it held
 			go func() {
 				ls, err := live.Lock(context.Background(), "k")
 				if err != nil {
@@ -83,7 +84,7 @@ func TestFairKilledWaitersDoNotStallTheQueue(t *testing.T) {
 					return
 				}
 				got <- time.Now()
-				errs <- ls.Unlock(context.Background())
+				unlocked <- ls.Unlock(context.Background())
 			}()
 			waitQueued(t, srv, int64(dead+1))
 			for _, child := range children {
@@ -102,7 +103,7 @@ func TestFairKilledWaitersDoNotStallTheQueue(t *testing.T) {
 			case <-time.After(10 * time.Second):
 				t.Fatal("the live waiter never got the lock")
 			}
-			require.NoError(t, <-errs)
+			require.NoError(t, <-unlocked)
 		})
 	}
 }
