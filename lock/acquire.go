@@ -28,17 +28,6 @@ func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 	return ls, err
 }
 
-// LockThen acquires the lock for key as Lock does, then runs cmds on the
-// Locker's connection and returns their replies, in order. When the lock
-// is free, and when it is handed over, the commands travel in the same
-// write as the acquire, so lock and load cost one round trip; otherwise
-// they follow in a round trip of their own. If they cannot be run the
-// lease is released and the error returned. Error replies are values, as
-// with conn.Client.DoMulti.
-func (l *Locker) LockThen(ctx context.Context, key string, cmds ...[]string) (*Lease, []resp.Value, error) {
-	return l.lock(ctx, key, cmds)
-}
-
 func (l *Locker) lock(ctx context.Context, key string, cmds [][]string) (*Lease, []resp.Value, error) {
 	if err := l.startAcquire(ctx, key); err != nil {
 		return nil, nil, err

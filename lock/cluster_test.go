@@ -41,7 +41,7 @@ func TestEveryAcceptedKeyKeepsItsLockInOneSlot(t *testing.T) {
 					got <- err
 				}()
 				waitForRequest(t, srv, mode, key)
-				_, err = ls.Commit(ctx, lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute}, true)
+				_, err = lock.Commit(ctx, ls, lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute}, true)
 				require.NoError(t, err, key)
 				require.NoError(t, <-got, key)
 			}

@@ -4,32 +4,26 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/lockstate"
+	"github.com/batonlock/baton/resp"
 )
 
-// Write is a fenced write-back: a value stored beside the lock, only while
-// the lease owns the lock, in the same script that releases or extends it.
-// Package manager keeps its state this way.
-type Write struct {
-	// Key must share the lock's hash tag, so that the script may touch it
-	// on Redis Cluster too: <prefix>{key}<anything>, with the lock's key
-	// between the braces.
-	Key   string
-	Value string
-	// TTL is the Key's TTL; at least a millisecond, rounded up to one.
-	TTL time.Duration
-	// IfExists writes only if Key exists: for a holder that kept its own
-	// copy of the value since its last write, which is stale if the key
-	// expired or was deleted meanwhile. If Key is missing, nothing is
-	// written, the lock is kept, and Commit's error matches
-	// ErrStateMissing.
-	IfExists bool
+func init() {
+	lockstate.Register(lockstate.Ops[Locker, Lease]{
+		LockThen: (*Locker).lockThen,
+		Commit:   (*Lease).commit,
+		Client:   func(l *Locker) *conn.Client { return l.client },
+	})
 }
 
-// ErrStateMissing is matched by Commit's error when Write.IfExists was set
-// and the key was missing. Nothing was written.
-var ErrStateMissing = fmt.Errorf("lock: the state to write over is missing")
+// lockThen is Lock with commands in the same write (lockstate.Ops.LockThen).
+func (l *Locker) lockThen(ctx context.Context, key string, cmds ...[]string) (*Lease, []resp.Value, error) {
+	return l.lock(ctx, key, cmds)
+}
 
-// Commit stores w only if this lease still owns the lock, and then, in the
+// commit (lockstate.Ops.Commit) stores w only if this lease still owns the lock, and then, in the
 // same script, releases the lock, or with keep extends it to the TTL.
 //
 // Without keep it is Unlock carrying a write, sent as PING + script in one
@@ -47,7 +41,7 @@ var ErrStateMissing = fmt.Errorf("lock: the state to write over is missing")
 // If the lease no longer owns the lock, nothing is written, the lease
 // ends, and the error matches ErrNotHeld. An error matching
 // conn.UncertainError means the write may or may not have landed.
-func (ls *Lease) Commit(ctx context.Context, w Write, keep bool) (held bool, err error) {
+func (ls *Lease) commit(ctx context.Context, w lockstate.Write, keep bool) (held bool, err error) {
 	if err := ls.startCall(ctx, "commit", "state TTL", w.TTL); err != nil {
 		return false, err
 	}
@@ -72,7 +66,7 @@ func (ls *Lease) Commit(ctx context.Context, w Write, keep bool) (held bool, err
 	} else {
 		keys = []string{c.names.lock, w.Key, c.names.wanted}
 	}
-	v, err := run(ctx, l.client, s, false, keys, w.args(c, true)...)
+	v, err := run(ctx, l.client, s, false, keys, commitArgs(&w, c, true)...)
 	if err != nil {
 		return false, c.errorf("commit", err)
 	}
@@ -82,7 +76,7 @@ func (ls *Lease) Commit(ctx context.Context, w Write, keep bool) (held bool, err
 	}
 	switch n {
 	case -2:
-		return true, c.errorf("commit", ErrStateMissing)
+		return true, c.errorf("commit", lockstate.ErrStateMissing)
 	case -1:
 		ls.markLost()
 		return false, c.errorf("commit", ErrNotHeld)
@@ -98,8 +92,8 @@ func (ls *Lease) Commit(ctx context.Context, w Write, keep bool) (held bool, err
 	return ls.extendTo(start, l.opts.TTL), nil
 }
 
-// args are the commit scripts' ARGV.
-func (w *Write) args(c *claim, keep bool) []string {
+// commitArgs are the commit scripts' ARGV.
+func commitArgs(w *lockstate.Write, c *claim, keep bool) []string {
 	keepArg, ifExists := "0", "0"
 	if keep {
 		keepArg = "1"

@@ -29,10 +29,10 @@
 // "<owner> <waiter-id> <channel>" and publishes on that name as a channel
 // (Lease.Wanted hears it). The request is one slot, the latest asker's; it
 // stays until that waiter acquires or gives up, or its TTL ends. A release
-// (Unlock, or Commit) that finds a request hands the lock to the asker in
-// the same script: it sets the lock to the asker's owner token and
-// publishes the waiter's ID to its process channel; a Commit with keep
-// does the same instead of extending. The asker's next attempt finds the
+// (Unlock, or a write-back of package manager) that finds a request hands
+// the lock to the asker in the same script: it sets the lock to the
+// asker's owner token and publishes the waiter's ID to its process
+// channel; a held write-back does the same instead of extending. The asker's next attempt finds the
 // lock its own and confirms it. The former holder, asking again, finds the
 // lock held and waits its turn: it cannot take the lock back, whatever the
 // server's write order. Waiters that have not asked yet still race, with
@@ -85,7 +85,7 @@
 //   - A dead waiter does not stall the queue: a process that died is
 //     skipped at hand-off, in the release script; one that stopped without
 //     dying keeps the lock for the hand-off window at most, and its queue
-//     entry until its queue lease runs out (WithQueueLease).
+//     entry until its queue lease (3s) runs out.
 //   - Cancellation: a waiter that gives up runs the release script, which
 //     removes its entry and, if a hand-off reached it in the meantime,
 //     passes the lock on at once.

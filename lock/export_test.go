@@ -5,7 +5,9 @@ import (
 
 	"context"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockconf"
+	"github.com/batonlock/baton/internal/lockstate"
 )
 
 // The scripts' sources, for the benchmark baseline that runs them on a bare
@@ -48,3 +50,17 @@ func Deadline(ls *Lease) time.Time {
 	defer ls.mu.Unlock()
 	return ls.deadline
 }
+
+// The settings users have no business with, for the tests.
+func WithQueueLease(d time.Duration) Option     { return Option(lockconf.WithQueueLease(d)) }
+func WithReleaseTimeout(d time.Duration) Option { return Option(lockconf.WithReleaseTimeout(d)) }
+
+// Write, Commit and Client are what package manager reaches through
+// lockstate.
+type Write = lockstate.Write
+
+func Commit(ctx context.Context, ls *Lease, w Write, keep bool) (bool, error) {
+	return ls.commit(ctx, w, keep)
+}
+
+func Client(l *Locker) *conn.Client { return l.client }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/batonlock/baton/internal/lockstate"
 )
 
 // Lease is one holding of a lock, from acquire to release or loss.
@@ -217,7 +219,8 @@ func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.
 
 // Unlock releases the lock. If ctx ends first, Unlock returns its error but
 // the release still completes in the background, bounded by the release
-// timeout: a cancelled release never leaves the lock held until its TTL.
+// timeout (5s): a cancelled release never leaves the lock held until its
+// TTL.
 // A release whose connection broke under it is sent again on a new
 // connection within the release timeout.
 //
@@ -239,7 +242,7 @@ func (ls *Lease) Unlock(ctx context.Context) error {
 
 // unlock ends the lease and releases the lock, with a write-back if w is
 // set.
-func (ls *Lease) unlock(ctx context.Context, w *Write) error {
+func (ls *Lease) unlock(ctx context.Context, w *lockstate.Write) error {
 	ls.mu.Lock()
 	ended := !ls.endLocked(released)
 	ls.mu.Unlock()

@@ -151,16 +151,12 @@ func newLocker(c *conn.Client, s *subscriber.Subscriber, o lockconf.Options) *Lo
 	return l
 }
 
-// Client is the Locker's command connection, for commands of the caller's
-// own beside the lock's (package manager reads state with it).
-func (l *Locker) Client() *conn.Client { return l.client }
-
 // Close makes waiting Locks return ErrClosed and later calls fail with
 // ErrClosed, waits for the calls in progress, releases every lease still
 // held, stops the watchdogs, and closes the connections Open made.
 //
 // Close ends in bounded time, even on a server that stopped answering:
-// calls in progress get the release timeout (WithReleaseTimeout) to finish;
+// calls in progress get the release timeout (5s) to finish;
 // then the command connection is closed under them, so that they fail (a
 // command in flight fails with a conn.UncertainError). The leases still
 // held get another release timeout to be released, after which any

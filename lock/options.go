@@ -39,13 +39,6 @@ func WithTTL(d time.Duration) Option { return func(o *lockconf.Options) { o.TTL 
 // touch notify-keyspace-events. Default: fast mode.
 func WithFair() Option { return func(o *lockconf.Options) { o.Fair = true } }
 
-// WithQueueLease sets how long a fair waiter's place in the queue lasts
-// unless renewed; live waiters renew it every third of it, and re-check
-// whether a hand-off reached them at the same pace. A waiter whose process
-// has gone is normally skipped at once (see the package doc); one that
-// stalls is skipped once its lease has run out. Default: 3s; at least 3ms.
-func WithQueueLease(d time.Duration) Option { return func(o *lockconf.Options) { o.QueueLease = d } }
-
 // WithAutoExtend starts a watchdog for every lease, which extends it to the
 // full TTL every TTL/3 until it is released. If an extension finds the lock
 // gone, or none succeeds before the lease runs out, the lease is lost and
@@ -58,14 +51,6 @@ func WithAutoExtend() Option { return func(o *lockconf.Options) { o.AutoExtend =
 // Braces in the prefix are allowed only where every key of a lock still
 // shares one hash tag. Default: "baton:".
 func WithKeyPrefix(p string) Option { return func(o *lockconf.Options) { o.Prefix = p } }
-
-// WithReleaseTimeout bounds a release that goes on after the caller of
-// Unlock gave up (its context ended), a release retried after its
-// connection broke, and Close: Close returns within about this long even on
-// a server that stopped answering. Default: 5s.
-func WithReleaseTimeout(d time.Duration) Option {
-	return func(o *lockconf.Options) { o.ReleaseTimeout = d }
-}
 
 // WithFenceRetention sets how long a lock's fencing counter outlives the
 // lock's last acquisition. Tokens keep increasing after the counter is gone

@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockconf"
+	"github.com/batonlock/baton/internal/lockstate"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -15,7 +16,7 @@ import (
 // holds it, writing w first if given. A caller whose context can end waits
 // for the release in a goroutine the Locker owns, so that the release
 // completes even if the caller stops waiting.
-func (c *claim) release(ctx context.Context, w *Write) error {
+func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 	l := c.l
 	if ctx.Done() == nil {
 		return c.releaseNow(ctx, w, l.opts.ReleaseStyle)
@@ -73,7 +74,7 @@ func (l *Locker) inBackground(fn func(ctx context.Context)) {
 // releaseNow runs the release, or the write-back and release, retrying on
 // a new connection when the connection broke under it: every release
 // script compares the owner first, so running it twice is harmless.
-func (c *claim) releaseNow(ctx context.Context, w *Write, style lockconf.ReleaseStyle) error {
+func (c *claim) releaseNow(ctx context.Context, w *lockstate.Write, style lockconf.ReleaseStyle) error {
 	var v retried
 	var err error
 	for v.value, err = c.sendRelease(ctx, w, style); c.l.retrying(ctx, &v, err); {
@@ -90,7 +91,7 @@ func (c *claim) releaseNow(ctx context.Context, w *Write, style lockconf.Release
 		}
 		done = n == 0
 		if n == -2 {
-			return c.errorf("unlock", ErrStateMissing)
+			return c.errorf("unlock", lockstate.ErrStateMissing)
 		}
 	} else {
 		n, err := integerReply(v.value, 0, 1)
@@ -111,13 +112,13 @@ func (c *claim) releaseNow(ctx context.Context, w *Write, style lockconf.Release
 }
 
 // sendRelease sends the release once, in the style asked for.
-func (c *claim) sendRelease(ctx context.Context, w *Write, style lockconf.ReleaseStyle) (resp.Value, error) {
+func (c *claim) sendRelease(ctx context.Context, w *lockstate.Write, style lockconf.ReleaseStyle) (resp.Value, error) {
 	l, n := c.l, c.names
 	switch {
 	case w != nil && l.opts.Fair:
-		return run(ctx, l.client, fairCommitScript, true, append(n.fairKeys(), w.Key), w.args(c, false)...)
+		return run(ctx, l.client, fairCommitScript, true, append(n.fairKeys(), w.Key), commitArgs(w, c, false)...)
 	case w != nil:
-		return run(ctx, l.client, commitScript, true, []string{n.lock, w.Key, n.wanted}, w.args(c, false)...)
+		return run(ctx, l.client, commitScript, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c, false)...)
 	case l.opts.Fair:
 		return run(ctx, l.client, fairReleaseScript, true, n.fairKeys(), c.owner, l.windowArg)
 	case style == lockconf.ReleaseEval:

@@ -108,7 +108,7 @@ func TestRemoteWaiterProcess(t *testing.T) {
 	// Read the fencing counter on the Locker's own connection, just ahead
 	// of the Lock's first command: acquisitions counted from there are the
 	// ones that came after the waiter asked.
-	cn := l.Client().Current()
+	cn := lock.Client(l).Current()
 	require.NotNil(t, cn)
 	counter, err := cn.Start([]string{"GET", "baton:{hot}:fence"})
 	require.NoError(t, err)

@@ -53,7 +53,7 @@ end
 // A waiter asks for the lock by setting the wanted flag to
 // "<owner> <waiter-id> <channel>" and publishing on the flag's name as a
 // channel. The flag is one slot, the latest asker's. A holder that keeps the
-// lock between writes (Commit with keep) hands the lock to the asker when
+// lock between writes (a commit with keep) hands the lock to the asker when
 // it finds the flag: it sets the lock to the asker's owner token with a
 // short TTL (the hand-off window) and publishes the waiter's ID to its
 // process channel; the asker's next acquire finds the lock its own and
@@ -161,7 +161,7 @@ local function writeState(key)
 end
 `
 
-// commitScript is the fenced write-back (Lease.Commit) in fast mode.
+// commitScript is the fenced write-back (Lease.commit) in fast mode.
 // KEYS: lock, state, wanted. ARGV: owner, value, state TTL ms, "1" to keep
 // the lock, lock TTL ms, "1" if the state must exist, hand-off window ms.
 // Returns -1 if the caller does not own the lock (nothing written), and -2

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/batonlock/baton/internal/lockstate"
 	"github.com/batonlock/baton/lock"
 )
 
@@ -71,7 +72,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 		return err
 	}
 	err = m.writeHeld(ctx, token, h, data, true)
-	if !errors.Is(err, lock.ErrStateMissing) {
+	if !errors.Is(err, lockstate.ErrStateMissing) {
 		ok = true
 		return err
 	}
@@ -88,7 +89,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 // modifyAndHold acquires and loads as Modify does, and keeps the lease.
 func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding, fn func(*T) error) error {
 	key := m.Key(token)
-	lease, replies, err := m.locker.LockThen(ctx, token, []string{"GET", key})
+	lease, replies, err := lockOps.LockThen(m.locker, ctx, token, []string{"GET", key})
 	if err != nil {
 		return fmt.Errorf("manager: modify %q: %w", token, err)
 	}
@@ -110,10 +111,10 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 // writeHeld writes data back with the lease kept, unless another instance
 // asked for the lock, which the same script then hands it to. With
 // ifExists, a missing state writes nothing and returns an error matching
-// lock.ErrStateMissing, with the lease still held.
+// lockstate.ErrStateMissing, with the lease still held.
 func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, data []byte, ifExists bool) error {
-	held, err := h.lease.Commit(ctx, lock.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}, true)
-	if errors.Is(err, lock.ErrStateMissing) {
+	held, err := lockOps.Commit(h.lease, ctx, lockstate.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}, true)
+	if errors.Is(err, lockstate.ErrStateMissing) {
 		return err
 	}
 	if err != nil {

@@ -7,9 +7,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonlock/baton/internal/lockstate"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
 )
+
+// lockOps are the lock's operations for state kept beside it.
+var lockOps = lockstate.Get[lock.Locker, lock.Lease]()
 
 // ErrInvalid is matched by errors for bad arguments: an empty token, a nil
 // function or context, an option of the wrong type. Nothing was sent.
@@ -116,7 +120,7 @@ func (m *Manager[T]) Get(ctx context.Context, token string) (T, error) {
 	if err := m.check(ctx, token); err != nil {
 		return v, err
 	}
-	reply, err := m.locker.Client().Do(ctx, "GET", m.Key(token))
+	reply, err := lockOps.Client(m.locker).Do(ctx, "GET", m.Key(token))
 	if err != nil {
 		return v, fmt.Errorf("manager: get %q: %w", token, err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/internal/lockstate"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -52,7 +52,7 @@ func (m *Manager[T]) Modify(ctx context.Context, token string, fn func(*T) error
 // release.
 func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) error) (err error) {
 	key := m.Key(token)
-	lease, replies, err := m.locker.LockThen(ctx, token, []string{"GET", key})
+	lease, replies, err := lockOps.LockThen(m.locker, ctx, token, []string{"GET", key})
 	if err != nil {
 		return fmt.Errorf("manager: modify %q: %w", token, err)
 	}
@@ -73,7 +73,7 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) e
 		return err
 	}
 	written = true
-	if _, err := lease.Commit(ctx, lock.Write{Key: key, Value: string(data), TTL: m.ttl}, false); err != nil {
+	if _, err := lockOps.Commit(lease, ctx, lockstate.Write{Key: key, Value: string(data), TTL: m.ttl}, false); err != nil {
 		return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 	}
 	return nil

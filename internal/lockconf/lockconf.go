@@ -7,8 +7,9 @@ import (
 	"github.com/batonlock/baton/subscriber"
 )
 
-// Options are a Locker's settings. The defaults are documented on lock's
-// options that set them.
+// Options are a Locker's settings. The defaults are documented on the
+// options that set them: lock's, and the few here that only code inside
+// this module sets.
 type Options struct {
 	TTL               time.Duration
 	Fair              bool
@@ -58,4 +59,20 @@ func (s ReleaseStyle) String() string {
 // lock.Option) that picks the release style.
 func WithReleaseStyle(s ReleaseStyle) func(*Options) {
 	return func(o *Options) { o.ReleaseStyle = s }
+}
+
+// WithQueueLease sets how long a fair waiter's place in the queue lasts
+// unless renewed; live waiters renew it every third of it, and re-check
+// whether a hand-off reached them at the same pace. A waiter whose process
+// has gone is skipped at once at hand-off; one that stalls is skipped once
+// its lease has run out. Default: 3s; at least 3ms.
+func WithQueueLease(d time.Duration) func(*Options) {
+	return func(o *Options) { o.QueueLease = d }
+}
+
+// WithReleaseTimeout bounds a release that goes on after the caller of
+// Unlock gave up (its context ended), a release retried after its
+// connection broke, and each of Close's two phases. Default: 5s.
+func WithReleaseTimeout(d time.Duration) func(*Options) {
+	return func(o *Options) { o.ReleaseTimeout = d }
 }
