@@ -97,15 +97,4 @@ return 1
 // fairCommitScript is commitScript in fair mode. KEYS: the six, then
 // state. ARGV and replies as for commitScript. With keep, the lock is kept
 // unless a live waiter is queued, who is then offered it.
-var fairCommitScript = newScript(fairPrelude + statePrelude + `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local result = writeState(KEYS[7])
-if result == -2 and ARGV[4] == '1' then return -2 end
-if promote(ARGV[7]) then return result end
-if ARGV[4] == '1' then
-	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
-	return 1
-end
-redis.call('DEL', KEYS[1])
-return result
-`)
+var fairCommitScript = newScript(fairPrelude + statePrelude + commitBody("KEYS[7]", "promote(ARGV[7])"))

@@ -169,18 +169,24 @@ end
 // keep, else released). Else the state is written and it returns 1 if the
 // caller still holds the lock, 0 if it was released or handed to the
 // asker.
-var commitScript = newScript(handOffPrelude + statePrelude + `
+var commitScript = newScript(handOffPrelude + statePrelude + commitBody("KEYS[2]", "handOff(KEYS[3], ARGV[1], ARGV[7])"))
+
+// commitBody is the commit scripts' body, around the key of the state and
+// the Lua call that hands the lock to a waiting owner, true if it did.
+func commitBody(stateKey, handOn string) string {
+	return `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
-local result = writeState(KEYS[2])
+local result = writeState(` + stateKey + `)
 if result == -2 and ARGV[4] == '1' then return -2 end
-if handOff(KEYS[3], ARGV[1], ARGV[7]) then return result end
+if ` + handOn + ` then return result end
 if ARGV[4] == '1' then
 	redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[5])
 	return 1
 end
 redis.call('DEL', KEYS[1])
 return result
-`)
+`
+}
 
 var pingCommand = []string{"PING"}
 
