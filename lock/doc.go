@@ -45,8 +45,12 @@
 // subscribers got the message; none means the waiter's process is gone (a
 // process that dies closes its connections, and Redis forgets its
 // subscriptions), and the hand-off goes to the next waiter in the same
-// script. A waiter that is alive but stalled keeps the lock for the window
-// at most.
+// script. A waiter that is alive but stalled, or that died after its
+// process received the hand-off and before it confirmed, keeps the lock for
+// the window at most; in fair mode the next waiter then takes it at its
+// next renewal, within a third of the queue lease (1s by default). A
+// waiter whose subscriber is reconnecting at the moment of the hand-off is
+// skipped like a dead one, and queues again, at the back, once it renews.
 //
 // Fair mode (WithFair) makes the order of acquisition a property of the
 // protocol rather than of the server's write order or the scheduler's
@@ -86,6 +90,7 @@
 //     skipped at hand-off, in the release script; one that stopped without
 //     dying keeps the lock for the hand-off window at most, and its queue
 //     entry until its queue lease (3s) runs out.
+//   - The queue's keys expire a queue lease after the last waiter renewed.
 //   - Cancellation: a waiter that gives up runs the release script, which
 //     removes its entry and, if a hand-off reached it in the meantime,
 //     passes the lock on at once.
