@@ -94,9 +94,11 @@
 //   - Cancellation: a waiter that gives up runs the release script, which
 //     removes its entry and, if a hand-off reached it in the meantime,
 //     passes the lock on at once.
-//   - A lost publish (the subscriber was reconnecting): every waiter runs
-//     the acquire script again after a reconnect and every third of the
-//     queue lease; a waiter that was handed the lock confirms it there.
+//   - A lost publish (a connection that died without Redis noticing yet):
+//     every waiter runs the acquire script again after a reconnect and
+//     every third of the queue lease; a waiter that was handed the lock
+//     confirms it there if the window is still open, and otherwise the
+//     lock, free again, goes to the next waiter at the next attempt.
 //   - Any server with EVAL and PUBLISH/SUBSCRIBE: no keyspace notification
 //     and no particular reply order is relied on.
 //
