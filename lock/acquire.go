@@ -115,7 +115,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 	early := &earlyAttempt{l: l, cmd: acquireScript.command(false, c.names.fastKeys(), c.fastArgs(true)), sent: make(chan sentAttempt, 1)}
 	w, err := l.sub.Watch(ctx, c.names.lock, subscriber.OnRelease(early.send))
 	if err != nil {
-		return nil, nil, c.errorf("wait", c.stopReason(ctx, err))
+		return nil, nil, c.errorf("wait", c.stopReason(err))
 	}
 	defer w.Close()
 	var timer *time.Timer
@@ -171,7 +171,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 		}
 		if stopped {
 			c.withdrawInBackground()
-			return nil, nil, c.errorf("wait", c.stopReason(ctx, ctx.Err()))
+			return nil, nil, c.errorf("wait", c.stopReason(ctx.Err()))
 		}
 	}
 }
@@ -183,7 +183,7 @@ func formatAsker(waiterID uint64, channel string) string {
 
 // stopReason is ErrClosed when a wait ended because the Locker is closing,
 // and err otherwise.
-func (c *claim) stopReason(ctx context.Context, err error) error {
+func (c *claim) stopReason(err error) error {
 	if c.l.closing.Err() != nil {
 		return ErrClosed
 	}

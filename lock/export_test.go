@@ -1,9 +1,8 @@
 package lock
 
 import (
-	"time"
-
 	"context"
+	"time"
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockconf"
