@@ -40,10 +40,7 @@ func BenchmarkLockUnlock(b *testing.B) {
 	})
 	for _, mode := range []string{"lock", "fair"} {
 		b.Run("impl="+mode, func(b *testing.B) {
-			var opts []lock.Option
-			if mode == "fair" {
-				opts = append(opts, lock.WithFair())
-			}
+			opts := modeOptions(mode)
 			l := open(b, srv, opts...)
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -94,10 +91,7 @@ func BenchmarkHandOff(b *testing.B) {
 	srv := redistest.Start(b)
 	for _, mode := range []string{"fast", "fair"} {
 		b.Run("mode="+mode+"/waiters=8", func(b *testing.B) {
-			var opts []lock.Option
-			if mode == "fair" {
-				opts = append(opts, lock.WithFair())
-			}
+			opts := modeOptions(mode)
 			l := open(b, srv, opts...)
 			ctx := context.Background()
 			var (

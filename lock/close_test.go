@@ -27,10 +27,7 @@ func TestCloseEndsWaitingLocksAndLeavesNothingHeld(t *testing.T) {
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := redistest.Start(t)
-			var opts []lock.Option
-			if mode == "fair" {
-				opts = append(opts, lock.WithFair())
-			}
+			opts := modeOptions(mode)
 			holder := open(t, srv, append(opts, lock.WithTTL(time.Minute))...)
 			held := mustLock(t, holder, "busy")
 
@@ -69,6 +66,6 @@ func TestAnExtensionThatLandsAfterTheLeaseRanOutIsUndone(t *testing.T) {
 	slow.Store(false)
 	require.ErrorIs(t, err, lock.ErrNotHeld)
 	<-done
-	eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
+	redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
 		"the extension left the lock held for a minute after its lease ended")
 }

@@ -21,10 +21,7 @@ func TestEveryAcceptedKeyKeepsItsLockInOneSlot(t *testing.T) {
 	ctx := context.Background()
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
-			opts := []lock.Option{lock.WithTTL(time.Second)}
-			if mode == "fair" {
-				opts = append(opts, lock.WithFair())
-			}
+			opts := modeOptions(mode, lock.WithTTL(time.Second))
 			holder, waiter := open(t, srv, opts...), open(t, srv, opts...)
 			for _, key := range keys {
 				ls, err := holder.Lock(ctx, key)
@@ -52,18 +49,11 @@ func TestEveryAcceptedKeyKeepsItsLockInOneSlot(t *testing.T) {
 // waitForRequest returns once a waiter for key has asked for it.
 func waitForRequest(t *testing.T, srv *redistest.Server, mode, key string) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var n int64
+	asked := func() bool {
 		if mode == "fair" {
-			n = srv.Do(t, "ZCARD", "baton:{"+key+"}:queue").Int
-		} else {
-			n = srv.Do(t, "EXISTS", "baton:{"+key+"}:wanted").Int
+			return srv.Do(t, "ZCARD", "baton:{"+key+"}:queue").Int > 0
 		}
-		if n > 0 {
-			return
-		}
-		require.True(t, time.Now().Before(deadline), "no request for %q", key)
-		time.Sleep(time.Millisecond)
+		return srv.Do(t, "EXISTS", "baton:{"+key+"}:wanted").Int > 0
 	}
+	redistest.Eventually(t, asked, 5*time.Second, time.Millisecond, "no request for %q", key)
 }

@@ -51,10 +51,7 @@ func TestFencingTokensIncreaseAcrossARestartAndALostCounter(t *testing.T) {
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := redistest.Start(t)
-			var opts []lock.Option
-			if mode == "fair" {
-				opts = append(opts, lock.WithFair())
-			}
+			opts := modeOptions(mode)
 			l := open(t, srv, opts...)
 			var last uint64
 			next := func(why string) {
@@ -81,10 +78,7 @@ func TestEveryKeyHasATTL(t *testing.T) {
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
 			srv := redistest.Start(t)
-			var opts []lock.Option
-			if mode == "fair" {
-				opts = append(opts, lock.WithFair())
-			}
+			opts := modeOptions(mode)
 			holder, waiter := open(t, srv, opts...), open(t, srv, opts...)
 			for i := range 100 {
 				key := "session:" + strconv.Itoa(i)
@@ -165,7 +159,7 @@ func TestAFairHandOffLearntAtARenewalEndsBeforeTheLock(t *testing.T) {
 			}
 			got <- ls
 		}()
-		require.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+		redistest.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
 		stalled.Store(true) // the hand-off's message will come late
 		mustUnlock(t, held)
 		ls := <-got

@@ -48,11 +48,7 @@ func startQueuedWaiter(t *testing.T, srv *redistest.Server, queued int64) *exec.
 
 func waitQueued(t *testing.T, srv *redistest.Server, n int64) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for queueLen(t, srv, "k") != n {
-		require.True(t, time.Now().Before(deadline), "never %d queued", n)
-		time.Sleep(time.Millisecond)
-	}
+	redistest.Eventually(t, func() bool { return queueLen(t, srv, "k") == n }, 10*time.Second, time.Millisecond, "never %d queued", n)
 }
 
 // maxHandOffPastTheDead is how soon after the release the next live

@@ -44,7 +44,7 @@ func TestFairWaitersAcquireInArrivalOrder(t *testing.T) {
 			})
 		})
 		// The next waiter arrives only once this one is queued.
-		eventually(t, func() bool { return queueLen(t, srv, "line") == int64(i+1) }, 5*time.Second, time.Millisecond)
+		redistest.Eventually(t, func() bool { return queueLen(t, srv, "line") == int64(i+1) }, 5*time.Second, time.Millisecond)
 	}
 	mustUnlock(t, held)
 	wg.Wait()
@@ -99,7 +99,7 @@ func TestFairReleaserWaitsItsTurn(t *testing.T) {
 			return true
 		})
 	})
-	eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
 	mustUnlock(t, held)
 	// The releaser asks again at once and must not get ahead of b.
 	again := mustLock(t, a, "k")
@@ -136,10 +136,10 @@ func TestFairCancelledWaiterLeavesTheQueue(t *testing.T) {
 		_, err := b.Lock(ctx, "k")
 		errs <- err
 	}()
-	eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
 	cancel()
 	require.ErrorIs(t, <-errs, context.Canceled)
-	eventually(t, func() bool { return queueLen(t, srv, "k") == 0 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, func() bool { return queueLen(t, srv, "k") == 0 }, 5*time.Second, time.Millisecond)
 	require.Zero(t, srv.Do(t, "HLEN", "baton:{k}:waiters").Int)
 	mustUnlock(t, held)
 }
@@ -182,7 +182,7 @@ func TestFairCancelsRacingHandOffsPassTheLockOn(t *testing.T) {
 	t.Logf("%d acquired, %d cancelled", acquired.Load(), cancelled.Load())
 	require.Equal(t, int64(500), acquired.Load()+cancelled.Load())
 	require.Positive(t, cancelled.Load())
-	eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
+	redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
 		"the lock is held after every waiter left")
 	require.Zero(t, queueLen(t, srv, "k"))
 	ls := mustLock(t, lockers[0], "k")

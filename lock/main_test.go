@@ -4,7 +4,6 @@ import (
 	"context"
 	"strconv"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -74,17 +73,11 @@ func holdWhile(t testing.TB, l *lock.Locker, key string, fn func(*lock.Lease) bo
 	return assert.NoError(t, ls.Unlock(context.Background())) && ok
 }
 
-// eventually is require.Eventually for conditions that may fail the test,
-// such as those calling srv.Do: it polls cond every tick on the test's own
-// goroutine, where FailNow is allowed, and fails the test if cond does not
-// hold within wait.
-func eventually(t testing.TB, cond func() bool, wait, tick time.Duration, msgAndArgs ...any) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if !time.Now().Before(deadline) {
-			require.Fail(t, "Condition never satisfied", msgAndArgs...)
-		}
-		time.Sleep(tick)
+// modeOptions are opts for a Locker in mode: "fair", or any other name for
+// fast mode.
+func modeOptions(mode string, opts ...lock.Option) []lock.Option {
+	if mode == "fair" {
+		return append(opts, lock.WithFair())
 	}
+	return opts
 }

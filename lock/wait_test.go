@@ -37,7 +37,7 @@ func TestCancelledWaitLeavesNoWaiterBehind(t *testing.T) {
 	defer cancel()
 	_, err := waiter.Lock(ctx, "k")
 	require.ErrorIs(t, err, context.DeadlineExceeded)
-	eventually(t, func() bool {
+	redistest.Eventually(t, func() bool {
 		return srv.Do(t, "PUBSUB", "NUMSUB", "__keyspace@0__:baton:{k}").Elems[1].Int == 0
 	}, 5*time.Second, time.Millisecond, "the subscription outlived its only waiter")
 	mustUnlock(t, held)
@@ -61,7 +61,7 @@ func TestCancelledUnlockStillReleases(t *testing.T) {
 			if err != nil {
 				require.ErrorIs(t, err, context.Canceled)
 			}
-			eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 },
+			redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 },
 				5*time.Second, time.Millisecond, "a cancelled release left the lock held")
 			cancel()
 		})
@@ -127,7 +127,7 @@ func TestWaitersSurviveTheLossOfTheSubscriber(t *testing.T) {
 			})
 		})
 	}
-	eventually(t, func() bool {
+	redistest.Eventually(t, func() bool {
 		return srv.Do(t, "PUBSUB", "NUMSUB", "__keyspace@0__:baton:{k}").Elems[1].Int == 1
 	}, 5*time.Second, time.Millisecond)
 	srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")

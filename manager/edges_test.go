@@ -52,7 +52,7 @@ func TestAHeldWriteThatLandedIsNotReportedLost(t *testing.T) {
 		slow.Store(false)
 		_, err := m.Get(ctx, "k") // the connection's reads are prompt again
 		require.NoError(t, err)
-		require.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond)
+		redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond)
 	}
 	v, err := m.Get(ctx, "k")
 	require.NoError(t, err)

@@ -49,7 +49,7 @@ func TestHoldEndsAfterItsTimeAndOnClose(t *testing.T) {
 	m := newManager(t, openLocker(t, srv), manager.WithHold(500*time.Millisecond))
 	require.NoError(t, m.Modify(ctx, "k", increment))
 	require.Equal(t, int64(1), srv.Do(t, "EXISTS", "baton:{k}").Int)
-	eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, 5*time.Millisecond)
+	redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, 5*time.Millisecond)
 
 	long := manager.New[counter](openLocker(t, srv), manager.WithHold(5*time.Second))
 	require.NoError(t, long.Modify(ctx, "j", increment))

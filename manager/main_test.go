@@ -3,7 +3,6 @@ package manager_test
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
@@ -33,21 +32,6 @@ func openLocker(t testing.TB, srv *redistest.Server, opts ...lock.Option) *lock.
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, l.Close()) })
 	return l
-}
-
-// eventually is require.Eventually for conditions that may fail the test,
-// such as those calling srv.Do: it polls cond every tick on the test's own
-// goroutine, where FailNow is allowed, and fails the test if cond does not
-// hold within wait.
-func eventually(t testing.TB, cond func() bool, wait, tick time.Duration, msgAndArgs ...any) {
-	t.Helper()
-	deadline := time.Now().Add(wait)
-	for !cond() {
-		if !time.Now().Before(deadline) {
-			require.Fail(t, "Condition never satisfied", msgAndArgs...)
-		}
-		time.Sleep(tick)
-	}
 }
 
 func newManager(t testing.TB, l *lock.Locker, opts ...manager.Option) *manager.Manager[counter] {

@@ -198,7 +198,7 @@ func TestACancelledContextDuringFnStillReleases(t *testing.T) {
 	if err != nil {
 		require.ErrorIs(t, err, context.Canceled)
 	}
-	eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond)
 	require.Equal(t, `{"n":7}`, srv.Do(t, "GET", "baton:{k}:state").Str)
 }
 
