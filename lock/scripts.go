@@ -23,26 +23,22 @@ func newScript(src string) script {
 	return script{src: src, sha: hex.EncodeToString(sum[:])}
 }
 
-// tokenPrelude defines nextToken: the fencing token the next holder gets,
-// one more than the last one handed out (KEYS[2]), and never less than the
+// tokenPrelude defines issue(retention), which hands out the next fencing
+// token: one more than the last one (KEYS[2]), and never less than the
 // server's clock in microseconds since the epoch. The clock is what keeps
 // tokens increasing when the counter is gone: a restart without
 // persistence, a restart from an older snapshot, the counter's retention
 // running out. A script takes far longer than a microsecond, so the
 // counter never runs ahead of the clock by more than a step. A Lua number
 // holds these integers exactly (they stay below 2^53 until the year 2255).
-// issue stores the token with the retention as its TTL and returns it.
-// Nothing here writes before it can fail: a garbled counter reads as 0.
+// The token is stored with the retention as its TTL and returned; a
+// garbled counter reads as 0, so issue cannot fail.
 const tokenPrelude = `
 local clock = redis.call('TIME')
-local function nextToken()
+local function issue(retention)
 	local token = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
 	local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
 	if now > token then token = now end
-	return token
-end
-local function issue(retention)
-	local token = nextToken()
 	redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', retention)
 	return token
 end
@@ -60,6 +56,15 @@ end
 // confirms it with its full TTL. A PUBLISH that reaches nobody means the
 // asker's process is gone: the holder keeps the lock.
 
+// requestPrelude defines dropRequest(owner): the request at KEYS[3] goes
+// if it is owner's, whose request is answered once it acquires or gives up.
+const requestPrelude = `
+local function dropRequest(owner)
+	local asker = redis.call('GET', KEYS[3])
+	if asker and string.sub(asker, 1, #owner + 1) == owner .. ' ' then redis.call('DEL', KEYS[3]) end
+end
+`
+
 // acquireScript takes the lock if it is free, or confirms a hand-off to
 // the caller, and then issues a fencing token. Otherwise, with ARGV[3] set,
 // it asks the holder to let go.
@@ -68,7 +73,7 @@ end
 // It returns the new fencing token (> 0) on success; otherwise -1 - PTTL of
 // the lock, from which the time to look again is read back, or 0 for a
 // lock without a TTL. One integer, so the reply costs no allocation.
-var acquireScript = newScript(tokenPrelude + `
+var acquireScript = newScript(tokenPrelude + requestPrelude + `
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then
 	if ARGV[3] == '1' then
@@ -79,22 +84,18 @@ if holder and holder ~= ARGV[1] then
 	if ttl < 0 then return 0 end
 	return -1 - ttl
 end
-local token = nextToken()
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-local asker = redis.call('GET', KEYS[3])
-if asker and string.sub(asker, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then redis.call('DEL', KEYS[3]) end
-redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', ARGV[5])
-return token
+dropRequest(ARGV[1])
+return issue(ARGV[5])
 `)
 
 // withdrawScript ends the claim of a fast waiter that gave up: it takes
 // back its request, so that a holder is not asked to let go for nobody,
 // and releases a lock handed to it meanwhile (or taken by an attempt whose
 // reply never came). ARGV: owner.
-var withdrawScript = newScript(`
+var withdrawScript = newScript(requestPrelude + `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-local asker = redis.call('GET', KEYS[3])
-if asker and string.sub(asker, 1, #ARGV[1] + 1) == ARGV[1] .. ' ' then redis.call('DEL', KEYS[3]) end
+dropRequest(ARGV[1])
 return 1
 `)
 
