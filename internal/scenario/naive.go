@@ -32,8 +32,8 @@ const naiveTTL = 10 * time.Second
 // waiter listens to the lock key's keyspace events and races for it when
 // it hears a release. Nobody takes turns.
 type naive struct {
-	c    *conn.Client
-	sub  *subscriber.Subscriber
+	c        *conn.Client
+	sub      *subscriber.Subscriber
 	ping     bool   // release after a PING in the same write
 	prefix   string // of every key
 	stateTTL string // in milliseconds
