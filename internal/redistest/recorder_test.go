@@ -29,13 +29,18 @@ func (r *recorder) Errorf(format string, args ...any) {
 	r.errors = append(r.errors, fmt.Sprintf(format, args...))
 }
 
-// Fatalf and Skipf end the calling goroutine, as the real ones do.
+// Fatal, Fatalf, Skip and Skipf end the calling goroutine, as the real
+// ones do.
+func (r *recorder) Fatal(args ...any) { r.Fatalf("%s", fmt.Sprint(args...)) }
+
 func (r *recorder) Fatalf(format string, args ...any) {
 	r.mu.Lock()
 	r.fatal = fmt.Sprintf(format, args...)
 	r.mu.Unlock()
 	runtime.Goexit()
 }
+
+func (r *recorder) Skip(args ...any) { r.Skipf("%s", fmt.Sprint(args...)) }
 
 func (r *recorder) Skipf(format string, args ...any) {
 	r.mu.Lock()

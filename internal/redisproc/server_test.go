@@ -1,4 +1,4 @@
-package redistest_test
+package redisproc_test
 
 import (
 	"crypto/tls"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/internal/redisproc"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/resp"
 )
@@ -44,12 +45,12 @@ func dialPingTLS(t *testing.T, addr string, conf *tls.Config) {
 }
 
 func TestStartAnswersPing(t *testing.T) {
-	s := redistest.Start(t)
+	s := start(t)
 	require.Regexp(t, `^127\.0\.0\.1:\d+$`, s.Addr)
 	require.Empty(t, s.UnixSocket)
 	require.Empty(t, s.TLSAddr)
 	require.Nil(t, s.TLSConfig())
-	require.Equal(t, "PONG", s.Do(t, "PING").Str)
+	require.Equal(t, "PONG", do(t, s, "PING").Str)
 	dialPing(t, "tcp", s.Addr)
 }
 
@@ -65,8 +66,8 @@ func TestWithConfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.line, func(t *testing.T) {
-			s := redistest.Start(t, redistest.WithConfig(tt.line))
-			v := s.Do(t, "CONFIG", "GET", tt.param)
+			s := start(t, redisproc.WithConfig(tt.line))
+			v := do(t, s, "CONFIG", "GET", tt.param)
 			require.NoError(t, v.Err())
 			require.Len(t, v.Elems, 2, "reply %s", v)
 			require.Equal(t, tt.want, v.Elems[1].Str)
@@ -88,9 +89,9 @@ func TestRequirePass(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := redistest.Start(t, redistest.WithConfig(tt.lines...))
-			require.Equal(t, "PONG", s.Do(t, "PING").Str, "Do authenticates")
-			v := s.Do(t, "CONFIG", "GET", "requirepass")
+			s := start(t, redisproc.WithConfig(tt.lines...))
+			require.Equal(t, "PONG", do(t, s, "PING").Str, "Do authenticates")
+			v := do(t, s, "CONFIG", "GET", "requirepass")
 			require.Len(t, v.Elems, 2, "reply %s", v)
 			require.Equal(t, tt.want, v.Elems[1].Str)
 
@@ -108,7 +109,7 @@ func TestRequirePass(t *testing.T) {
 }
 
 func TestUnixSocketAndTLS(t *testing.T) {
-	s := redistest.Start(t, redistest.WithUnixSocket(), redistest.WithTLS())
+	s := start(t, redisproc.WithUnixSocket(), redisproc.WithTLS())
 	require.NotEmpty(t, s.UnixSocket)
 	require.Less(t, len(s.UnixSocket), 100)
 	require.Regexp(t, `^127\.0\.0\.1:\d+$`, s.TLSAddr)
@@ -128,7 +129,7 @@ func TestUnixSocketAndTLS(t *testing.T) {
 }
 
 func TestRestartKeepsAddresses(t *testing.T) {
-	s := redistest.Start(t, redistest.WithUnixSocket(), redistest.WithTLS())
+	s := start(t, redisproc.WithUnixSocket(), redisproc.WithTLS())
 	addr, sock, tlsAddr := s.Addr, s.UnixSocket, s.TLSAddr
 
 	old, err := net.Dial("tcp", s.Addr)
@@ -136,7 +137,7 @@ func TestRestartKeepsAddresses(t *testing.T) {
 	defer old.Close()
 	ping(t, old)
 
-	s.Restart(t)
+	require.NoError(t, s.Restart())
 	require.Equal(t, addr, s.Addr)
 	require.Equal(t, sock, s.UnixSocket)
 	require.Equal(t, tlsAddr, s.TLSAddr)
@@ -145,31 +146,45 @@ func TestRestartKeepsAddresses(t *testing.T) {
 	_, err = resp.NewReader(old).Read()
 	require.Error(t, err)
 
-	require.Equal(t, "PONG", s.Do(t, "PING").Str)
+	require.Equal(t, "PONG", do(t, s, "PING").Str)
 	dialPing(t, "unix", s.UnixSocket)
 	dialPingTLS(t, s.TLSAddr, s.TLSConfig())
 }
 
-func TestStopIsIdempotent(t *testing.T) {
-	s := redistest.Start(t, redistest.WithUnixSocket())
-	s.Stop()
+// Stop, however often and from however many goroutines, leaves nothing
+// behind, and the server cannot be brought back.
+func TestStopRemovesEverything(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	s := start(t, redisproc.WithUnixSocket())
+	require.Equal(t, "PONG", do(t, s, "PING").Str)
+
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(s.Stop)
+	}
+	wg.Wait()
 	s.Stop()
 	_, err := net.Dial("tcp", s.Addr)
 	require.Error(t, err, "nothing listens after Stop")
+	requireEmpty(t, tmp)
 
-	// A stopped server can be started again; t.Cleanup stops it once more.
-	s.Restart(t)
-	require.Equal(t, "PONG", s.Do(t, "PING").Str)
+	require.ErrorIs(t, s.Restart(), redisproc.ErrStopped)
+	require.ErrorIs(t, s.Pause(time.Hour), redisproc.ErrStopped)
+	_, err = s.Do("PING")
+	require.Error(t, err)
 }
 
-func TestFailedStartQuotesLog(t *testing.T) {
-	r := record(t, func(r *recorder) {
-		redistest.Start(r, redistest.WithConfig("no-such-directive 1"))
-		t.Error("Start returned")
-	})
-	r.runCleanups()
-	require.Contains(t, r.fatal, "no-such-directive")
-	require.Contains(t, r.fatal, "Bad directive")
+// A start that fails says why, quoting the log, and leaves nothing behind.
+func TestFailedStartRemovesEverything(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	s, err := redisproc.Start(redisproc.WithConfig("no-such-directive 1"))
+	redistest.SkipIfNoBinary(t, err)
+	require.Nil(t, s)
+	require.ErrorContains(t, err, "no-such-directive")
+	require.ErrorContains(t, err, "Bad directive")
+	requireEmpty(t, tmp)
 }
 
 func TestRestartOnTakenPortFails(t *testing.T) {
@@ -190,8 +205,8 @@ func TestRestartOnTakenPortFails(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := redistest.Start(t)
-			s.Stop()
+			s := start(t)
+			s.Halt()
 			ln, err := net.Listen("tcp", s.Addr)
 			require.NoError(t, err)
 			var wg sync.WaitGroup
@@ -208,38 +223,19 @@ func TestRestartOnTakenPortFails(t *testing.T) {
 			defer wg.Wait()
 			defer ln.Close()
 
-			r := record(t, func(r *recorder) {
-				s.Restart(r)
-				t.Error("Restart returned")
-			})
-			require.Contains(t, r.fatal, tt.want)
-			require.Contains(t, r.fatal, "Address already in use", "quotes the log")
+			err = s.Restart()
+			require.ErrorContains(t, err, tt.want)
+			require.ErrorContains(t, err, "Address already in use", "quotes the log")
 		})
 	}
 }
 
-func TestMissingRedisServer(t *testing.T) {
-	tests := []struct {
-		name, require string
-		skipped       bool
-	}{
-		{"skips", "", true},
-		{"fails when required", "1", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("PATH", t.TempDir())
-			t.Setenv(redistest.RequireRedisEnv, tt.require)
-			r := record(t, func(r *recorder) { redistest.Start(r) })
-			r.runCleanups()
-			msg := r.fatal
-			if tt.skipped {
-				require.Empty(t, r.fatal)
-				msg = r.skip
-			} else {
-				require.Empty(t, r.skip)
-			}
-			require.Contains(t, msg, "apt-get install redis-server")
-		})
-	}
+func TestMissingBinary(t *testing.T) {
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	t.Setenv("PATH", t.TempDir())
+	s, err := redisproc.Start()
+	require.Nil(t, s)
+	require.ErrorIs(t, err, redisproc.ErrNoBinary)
+	requireEmpty(t, tmp)
 }

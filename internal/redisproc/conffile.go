@@ -1,4 +1,4 @@
-package redistest
+package redisproc
 
 import (
 	"fmt"
@@ -8,15 +8,15 @@ import (
 	"strings"
 )
 
-// writeConf writes the redis.conf the server runs with. Settings that tests
-// may want to change come before the user's lines, because redis-server
+// writeConf writes the redis.conf the server runs with. Settings that a
+// caller may want to change come before the user's lines, because redis-server
 // lets a later line win; settings the Server's fields depend on come after,
 // so that no line can move the server away from the addresses it reports.
 func (s *Server) writeConf() error {
 	var b strings.Builder
 	line := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
 
-	line("# written by redistest; later lines win")
+	line("# written by redisproc; later lines win")
 	line(`save ""`) // nothing to persist: every server is thrown away
 	line("appendonly no")
 	for _, l := range s.lines {
@@ -56,7 +56,7 @@ func quoteConf(s string) string {
 }
 
 // requirePass returns the password the last requirepass line sets, or ""
-// when no line sets one. It reads the forms tests write: a bare word, or
+// when no line sets one. It reads the forms callers write: a bare word, or
 // the rest of the line in double quotes (with C escapes) or single quotes;
 // redis-server's full quoting rules are not worth copying here. Only
 // requirepass is understood: a server whose users are set up with ACL

@@ -1,4 +1,4 @@
-package redistest
+package redisproc
 
 // Option configures a Server started by Start.
 type Option func(*config)

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package redistest
+package redisproc
 
 import (
 	"syscall"
@@ -8,8 +8,8 @@ import (
 )
 
 // sysProcAttr has nothing to add where the kernel cannot tie the child's
-// life to the parent's; a test binary that dies without running its
-// cleanups leaves its servers running there.
+// life to the parent's; a program that dies without calling Stop leaves
+// its servers running there.
 func sysProcAttr() *syscall.SysProcAttr { return nil }
 
 // waitStopped cannot ask the kernel here: SIGSTOP is left to take effect,

@@ -1,4 +1,4 @@
-package redistest
+package redisproc
 
 import (
 	"bytes"
@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// sysProcAttr asks the kernel to kill redis-server when the test binary
-// dies, so that a test binary killed by -timeout or a signal, which runs no
-// cleanups, leaves no servers behind holding ports. The signal is tied to
+// sysProcAttr asks the kernel to kill redis-server when the program that
+// started it dies, so that a program that never gets to call Stop (a test
+// binary killed by -timeout, a demo killed by a signal) leaves no servers
+// behind holding ports. The signal is tied to
 // the OS thread that started the child; the Go runtime ends a thread only
 // when a goroutine locked to it exits, which code starting servers does not
 // do.

@@ -1,32 +1,29 @@
-package redistest
+package redisproc
 
 import (
 	"fmt"
 	"net"
-	"testing"
 	"time"
 
 	"github.com/batonlock/baton/resp"
 )
 
 // doTimeout bounds one Do, dial to reply, so that a server that stops
-// answering fails the test instead of hanging it until go test's timeout.
+// answering fails the call instead of hanging it.
 const doTimeout = 10 * time.Second
 
 // Do sends one command to the server on a fresh plain TCP connection and
-// returns the reply; an error reply is returned as a Value, not a failure.
-// If the config set requirepass, the connection authenticates first. Do is
-// for setting up and inspecting a server from a test (INFO, CONFIG GET,
-// CLIENT KILL), deliberately apart from the client code under test. It
-// calls t.Fatal if the command cannot be sent or its reply read, so it
-// must run on the test's goroutine.
-func (s *Server) Do(t testing.TB, args ...string) resp.Value {
-	t.Helper()
+// returns the reply; an error reply is returned as a Value, not as an
+// error, which says only that the command could not be sent or its reply
+// read. If the config set requirepass, the connection authenticates first.
+// Do is for setting up and inspecting a server (INFO, CONFIG GET, CLIENT
+// KILL), deliberately apart from any client code under test.
+func (s *Server) Do(args ...string) (resp.Value, error) {
 	replies, err := exchange(s.Addr, s.password, doTimeout, args)
 	if err != nil {
-		t.Fatalf("redistest: %q to %s: %v", args, s.Addr, err)
+		return resp.Value{}, fmt.Errorf("redisproc: %q to %s: %w", args, s.Addr, err)
 	}
-	return replies[0]
+	return replies[0], nil
 }
 
 // exchange dials addr, sends AUTH pass (unless pass is "") and the commands

@@ -1,4 +1,4 @@
-package redistest_test
+package redisproc_test
 
 import (
 	"net"
@@ -7,14 +7,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/resp"
 )
 
 // A paused server leaves a command unanswered past its deadline, and
 // answers it once thawed.
 func TestPauseOutlastsADeadline(t *testing.T) {
-	s := redistest.Start(t)
+	s := start(t)
 	c, err := net.DialTimeout("tcp", s.Addr, 5*time.Second)
 	require.NoError(t, err)
 	defer c.Close()
@@ -22,7 +21,7 @@ func TestPauseOutlastsADeadline(t *testing.T) {
 
 	const pause = 300 * time.Millisecond
 	start := time.Now()
-	s.Pause(t, pause)
+	require.NoError(t, s.Pause(pause))
 	_, err = c.Write(resp.AppendCommand(nil, "PING"))
 	require.NoError(t, err)
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(50*time.Millisecond)))
@@ -37,21 +36,31 @@ func TestPauseOutlastsADeadline(t *testing.T) {
 	require.NoError(t, err)
 	require.Equal(t, resp.Value{Type: resp.SimpleString, Str: "PONG"}, v)
 	require.GreaterOrEqual(t, time.Since(start), pause)
-	require.Equal(t, "PONG", s.Do(t, "PING").Str)
+	require.Equal(t, "PONG", do(t, s, "PING").Str)
 }
 
-// However long the pause, its cleanup thaws the server, and Stop (here
+// However long the pause, Resume thaws the server at once, and Stop (here
 // within Restart) acts at once rather than after its grace period.
-func TestPauseEndsAtCleanupAndStop(t *testing.T) {
-	s := redistest.Start(t)
-	r := record(t, func(r *recorder) { s.Pause(r, time.Hour) })
-	require.Empty(t, r.fatal)
-	r.runCleanups()
-	require.Equal(t, "PONG", s.Do(t, "PING").Str)
+func TestPauseEndsAtResumeAndRestart(t *testing.T) {
+	s := start(t)
+	require.NoError(t, s.Pause(time.Hour))
+	s.Resume()
+	s.Resume()
+	require.Equal(t, "PONG", do(t, s, "PING").Str)
 
-	s.Pause(t, time.Hour)
-	start := time.Now()
-	s.Restart(t)
-	require.Less(t, time.Since(start), 4*time.Second, "a SIGTERM to the paused process took effect at once")
-	require.Equal(t, "PONG", s.Do(t, "PING").Str)
+	require.NoError(t, s.Pause(time.Hour))
+	begun := time.Now()
+	require.NoError(t, s.Restart())
+	require.Less(t, time.Since(begun), 4*time.Second, "a SIGTERM to the paused process took effect at once")
+	require.Equal(t, "PONG", do(t, s, "PING").Str)
+}
+
+// A Pause during another ends that one and starts over: the server is
+// frozen for the second one's length, not the first's. (Do gives up long
+// before an hour.)
+func TestPauseDuringPause(t *testing.T) {
+	s := start(t)
+	require.NoError(t, s.Pause(time.Hour))
+	require.NoError(t, s.Pause(100*time.Millisecond))
+	require.Equal(t, "PONG", do(t, s, "PING").Str)
 }

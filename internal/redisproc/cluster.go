@@ -1,4 +1,4 @@
-package redistest
+package redisproc
 
 import (
 	"fmt"
@@ -40,7 +40,7 @@ func formCluster(p *process, addr, pass string) error {
 			return fmt.Errorf("CLUSTER ADDSLOTSRANGE: %w", err)
 		}
 	default:
-		return fmt.Errorf("the node holds %s of the %d slots; redistest makes nodes with all or none", assigned, clusterSlots)
+		return fmt.Errorf("the node holds %s of the %d slots; redisproc makes nodes with all or none", assigned, clusterSlots)
 	}
 
 	deadline := time.Now().Add(clusterTimeout)

@@ -1,4 +1,4 @@
-package redistest
+package redisproc
 
 import (
 	"crypto/ecdsa"
@@ -21,8 +21,8 @@ type tlsFiles struct {
 
 // writeTLSFiles makes a throwaway CA and a server certificate it signs,
 // writes them to dir for redis-server, and returns the files and a client
-// configuration that trusts the CA. A fresh CA per server means no test can
-// come to depend on a certificate another test made.
+// configuration that trusts the CA. A fresh CA per server means that no
+// client can come to depend on a certificate made for another server.
 func writeTLSFiles(dir string) (tlsFiles, *tls.Config, error) {
 	// The window starts in the past so that a clock slightly behind the
 	// one that signed does not reject the certificates as not yet valid.
@@ -35,7 +35,7 @@ func writeTLSFiles(dir string) (tlsFiles, *tls.Config, error) {
 	}
 	// SerialNumber is left nil: CreateCertificate then picks a random one.
 	caTemplate := &x509.Certificate{
-		Subject:               pkix.Name{CommonName: "redistest CA"},
+		Subject:               pkix.Name{CommonName: "redisproc CA"},
 		NotBefore:             notBefore,
 		NotAfter:              notAfter,
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -61,8 +61,8 @@ func writeTLSFiles(dir string) (tlsFiles, *tls.Config, error) {
 		NotAfter:    notAfter,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		// Both names a test may dial: the address the server binds, and
-		// the host name a URL in a test may use.
+		// Both names a client may dial: the address the server binds,
+		// and the host name a URL may use.
 		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
 		DNSNames:    []string{"localhost"},
 	}

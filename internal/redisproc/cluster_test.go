@@ -1,4 +1,4 @@
-package redistest_test
+package redisproc_test
 
 import (
 	"net"
@@ -7,26 +7,26 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/internal/redisproc"
 	"github.com/batonlock/baton/resp"
 )
 
 func TestClusterOfOneNode(t *testing.T) {
-	s := redistest.Start(t, redistest.WithCluster())
+	s := start(t, redisproc.WithCluster())
 	_, portText, err := net.SplitHostPort(s.Addr)
 	require.NoError(t, err)
 	port, err := strconv.Atoi(portText)
 	require.NoError(t, err)
 	require.LessOrEqual(t, port, 55535, "the cluster bus listens 10000 above")
-	id := s.Do(t, "CLUSTER", "MYID").Str
+	id := do(t, s, "CLUSTER", "MYID").Str
 	require.NotEmpty(t, id)
 
 	for _, run := range []string{"started", "restarted"} {
 		if run == "restarted" {
-			s.Restart(t)
-			require.Equal(t, id, s.Do(t, "CLUSTER", "MYID").Str, "nodes.conf brought back the same node")
+			require.NoError(t, s.Restart())
+			require.Equal(t, id, do(t, s, "CLUSTER", "MYID").Str, "nodes.conf brought back the same node")
 		}
-		require.Contains(t, s.Do(t, "CLUSTER", "INFO").Str, "cluster_state:ok")
+		require.Contains(t, do(t, s, "CLUSTER", "INFO").Str, "cluster_state:ok")
 		for _, tt := range []struct {
 			name string
 			keys [2]string
@@ -36,7 +36,7 @@ func TestClusterOfOneNode(t *testing.T) {
 			{name: "two slots", keys: [2]string{"a", "b"}, want: resp.CrossSlot},
 		} {
 			t.Run(run+"/"+tt.name, func(t *testing.T) {
-				v := s.Do(t, "MSET", tt.keys[0], "1", tt.keys[1], "2")
+				v := do(t, s, "MSET", tt.keys[0], "1", tt.keys[1], "2")
 				if tt.want == nil {
 					require.NoError(t, v.Err())
 					require.Equal(t, "OK", v.Str)
@@ -51,8 +51,8 @@ func TestClusterOfOneNode(t *testing.T) {
 // A cluster node needs its bus port too: when another process holds it,
 // Restart says so, quoting the log.
 func TestClusterRestartOnTakenBusPortFails(t *testing.T) {
-	s := redistest.Start(t, redistest.WithCluster())
-	s.Stop()
+	s := start(t, redisproc.WithCluster())
+	s.Halt()
 	host, portText, err := net.SplitHostPort(s.Addr)
 	require.NoError(t, err)
 	port, err := strconv.Atoi(portText)
@@ -61,10 +61,7 @@ func TestClusterRestartOnTakenBusPortFails(t *testing.T) {
 	require.NoError(t, err)
 	defer ln.Close()
 
-	r := record(t, func(r *recorder) {
-		s.Restart(r)
-		t.Error("Restart returned")
-	})
-	require.Contains(t, r.fatal, "already in use")
-	require.Contains(t, r.fatal, strconv.Itoa(port+10000), "the log names the bus port")
+	err = s.Restart()
+	require.ErrorContains(t, err, "already in use")
+	require.ErrorContains(t, err, strconv.Itoa(port+10000), "the log names the bus port")
 }

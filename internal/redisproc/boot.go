@@ -1,4 +1,4 @@
-package redistest
+package redisproc
 
 import (
 	"errors"
@@ -54,8 +54,9 @@ func (s *Server) boot() (*process, error) {
 	if portClash(log) {
 		err = fmt.Errorf("%w: %w", errPortClash, err)
 	}
-	return nil, fmt.Errorf("redis-server on %s did not come up: %w\n--- log %s, last lines ---\n%s",
-		addr, err, s.logPath, tail(log))
+	// The log itself is not named: a failed Start removes it.
+	return nil, fmt.Errorf("redis-server on %s did not come up: %w\n--- the last lines of its log ---\n%s",
+		addr, err, tail(log))
 }
 
 // waitReady polls addr until our process answers, the process exits, or
@@ -110,7 +111,7 @@ func probe(pid int, addr, pass string) (retry bool, err error) {
 	case errors.Is(pong.Err(), resp.Loading):
 		return true, pong.Err()
 	case errors.Is(pong.Err(), resp.NoAuth):
-		return false, fmt.Errorf("PING answered %s: the server has a password that redistest did not find in a requirepass line", pong)
+		return false, fmt.Errorf("PING answered %s: the server has a password that redisproc did not find in a requirepass line", pong)
 	case pong.Type != resp.SimpleString || pong.Str != "PONG":
 		return false, fmt.Errorf("PING answered %s", pong)
 	}

@@ -1,22 +1,26 @@
-package redistest
+package redisproc
 
 import (
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
-	"testing"
 	"time"
 )
 
-// RequireRedisEnv names the environment variable that, set to 1, turns a
-// missing redis-server from a skipped test into a failed one, so that CI
-// cannot pass by testing nothing.
-const RequireRedisEnv = "BATON_REQUIRE_REDIS"
+var (
+	// ErrNoBinary is returned by Start when there is no redis-server on
+	// PATH to run.
+	ErrNoBinary = errors.New("redisproc: redis-server not found on PATH")
+	// ErrStopped is returned by Restart after Stop, and by Pause whenever
+	// no process runs: after Stop, or after a Restart that failed.
+	ErrStopped = errors.New("redisproc: server stopped")
+)
 
 const (
 	// bootAttempts bounds how often Start picks new ports, and Restart
@@ -30,9 +34,8 @@ const (
 	maxSocketPath = 100
 )
 
-// Server is a redis-server process started for one test, listening on
-// loopback only. Its address fields are set by Start and stay the same
-// across Restart.
+// Server is a redis-server process listening on loopback only. Its address
+// fields are set by Start and stay the same across Restart.
 type Server struct {
 	Addr       string // 127.0.0.1:port
 	UnixSocket string // socket path; "" unless WithUnixSocket
@@ -51,39 +54,44 @@ type Server struct {
 	port     int
 	tlsPort  int
 
-	mu   sync.Mutex // serializes Stop and Restart
-	proc *process   // the running server, nil when stopped; guarded by mu
+	mu      sync.Mutex // serializes Stop, Restart, Pause and Resume
+	proc    *process   // the running server, nil when stopped; guarded by mu
+	paused  *thaw      // ends the pause in force, nil when none; guarded by mu
+	stopped bool       // Stop has run; guarded by mu
 }
 
-// Start starts a redis-server for the test and returns once it answers
-// PING. The server is stopped, and its files removed, at t.Cleanup. Start
-// skips the test if no redis-server is on PATH, or fails it if
-// RequireRedisEnv is set to 1. Like t.Fatal, it must be called on the
-// test's goroutine.
-func Start(t testing.TB, opts ...Option) *Server {
-	t.Helper()
+// Start starts a redis-server from PATH in a temporary directory of its
+// own, on loopback ports that were free, and returns once it answers PING.
+// When another process takes a port before the server binds it, Start
+// tries again with other ports. On failure nothing it made is left behind;
+// the error quotes the tail of the server's log where there is one, and
+// wraps ErrNoBinary when there is no redis-server to run. The caller must
+// call Stop.
+func Start(opts ...Option) (*Server, error) {
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
-		const msg = "redistest: redis-server not found on PATH; install it (apt-get install redis-server) to run this test"
-		if os.Getenv(RequireRedisEnv) == "1" {
-			t.Fatalf("%s (%s=1 requires it)", msg, RequireRedisEnv)
-		}
-		t.Skipf("%s, or set %s=1 to fail instead of skipping", msg, RequireRedisEnv)
+		return nil, fmt.Errorf("%w: %w", ErrNoBinary, err)
 	}
 	var c config
 	for _, o := range opts {
 		o(&c)
 	}
-
-	// Not t.TempDir: its path holds the test's name and can push a unix
-	// socket's path past what sun_path holds.
-	dir, err := os.MkdirTemp("", "redistest-")
+	dir, err := os.MkdirTemp("", "redisproc-")
 	if err != nil {
-		t.Fatalf("redistest: %v", err)
+		return nil, fmt.Errorf("redisproc: %w", err)
 	}
-	// Registered before Stop, so it runs after: cleanups run last first.
-	t.Cleanup(func() { os.RemoveAll(dir) })
+	s, err := start(bin, dir, c)
+	if err != nil {
+		// Every boot that failed has stopped its process: the directory
+		// is all that is left.
+		os.RemoveAll(dir)
+		return nil, fmt.Errorf("redisproc: %w", err)
+	}
+	return s, nil
+}
 
+// start makes the server's files in dir and boots it.
+func start(bin, dir string, c config) (*Server, error) {
 	s := &Server{
 		bin:      bin,
 		dir:      dir,
@@ -96,23 +104,21 @@ func Start(t testing.TB, opts ...Option) *Server {
 	if c.unix {
 		s.UnixSocket = filepath.Join(dir, "redis.sock")
 		if len(s.UnixSocket) >= maxSocketPath {
-			t.Fatalf("redistest: unix socket path %q is %d bytes, over %d; point TMPDIR at a shorter directory",
+			return nil, fmt.Errorf("unix socket path %q is %d bytes, over %d; point TMPDIR at a shorter directory",
 				s.UnixSocket, len(s.UnixSocket), maxSocketPath-1)
 		}
 	}
 	if c.tls {
 		files, conf, err := writeTLSFiles(dir)
 		if err != nil {
-			t.Fatalf("redistest: making TLS certificates: %v", err)
+			return nil, fmt.Errorf("making TLS certificates: %w", err)
 		}
 		s.tls, s.tlsConf = &files, conf
 	}
-	t.Cleanup(s.Stop)
-
 	for attempt := 1; ; attempt++ {
 		ports, err := freePorts(2, c.cluster)
 		if err != nil {
-			t.Fatalf("redistest: picking ports: %v", err)
+			return nil, fmt.Errorf("picking ports: %w", err)
 		}
 		s.port, s.tlsPort = ports[0], ports[1]
 		p, err := s.boot()
@@ -121,14 +127,14 @@ func Start(t testing.TB, opts ...Option) *Server {
 			break
 		}
 		if !errors.Is(err, errPortClash) || attempt == bootAttempts {
-			t.Fatalf("redistest: %v", err)
+			return nil, err
 		}
 	}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 	if c.tls {
 		s.TLSAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.tlsPort))
 	}
-	return s
+	return s, nil
 }
 
 // TLSConfig returns a client configuration that trusts the server's
@@ -141,42 +147,58 @@ func (s *Server) TLSConfig() *tls.Config {
 	return s.tlsConf.Clone()
 }
 
-// Stop stops the server: SIGTERM, then SIGKILL if it has not exited within
-// 5 seconds. It returns once the process has exited. Stopping a stopped
-// server does nothing.
+// Stop stops the server for good: SIGTERM, then SIGKILL if it has not
+// exited within 5 seconds, and once it has, removes its temporary
+// directory. Stopping a stopped server does nothing; concurrent calls
+// return once the first has finished.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc != nil {
-		s.proc.stop()
-		s.proc = nil
+	if s.stopped {
+		return
 	}
+	s.stopped = true
+	s.halt()
+	// A directory that cannot be removed is left in the system's
+	// temporary directory; the caller, done with the server, could do
+	// nothing more about it.
+	_ = os.RemoveAll(s.dir)
 }
 
 // Restart stops the server, if it is running, and starts it again with
 // the same configuration on the same addresses, returning once it answers
 // PING. The data is not kept: there is no persistence. Clients see their
-// connections drop and must reconnect. Restart must be called on the test's
-// goroutine.
-func (s *Server) Restart(t testing.TB) {
-	t.Helper()
+// connections drop and must reconnect. After Stop it returns ErrStopped.
+func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.proc != nil {
-		s.proc.stop()
-		s.proc = nil
+	if s.stopped {
+		return ErrStopped
 	}
+	s.halt()
 	var err error
 	for attempt := 1; attempt <= bootAttempts; attempt++ {
 		var p *process
 		if p, err = s.boot(); err == nil {
 			s.proc = p
-			return
+			return nil
 		}
 		if !errors.Is(err, errPortClash) {
 			break
 		}
 		time.Sleep(restartBackoff)
 	}
-	t.Fatalf("redistest: restarting: %v", err)
+	return fmt.Errorf("redisproc: restarting: %w", err)
+}
+
+// halt stops the process, if one runs, and ends the pause, if one is in
+// force, keeping the files for a Restart. The caller holds s.mu.
+func (s *Server) halt() {
+	if s.proc != nil {
+		s.proc.stop()
+		s.proc = nil
+	}
+	// After the process has exited, so that its SIGTERM was waiting when
+	// stop thawed it: the thawing goroutine then has nothing to do.
+	s.endPause()
 }

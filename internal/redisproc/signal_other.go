@@ -1,9 +1,9 @@
 //go:build !unix
 
-package redistest
+package redisproc
 
 import "os"
 
 // pauseSignal and resumeSignal are nil where processes cannot be frozen:
-// Server.Pause skips the test there.
+// Server.Pause returns an error wrapping errors.ErrUnsupported there.
 var pauseSignal, resumeSignal os.Signal

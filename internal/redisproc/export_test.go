@@ -1,0 +1,9 @@
+package redisproc
+
+// Halt stops the process but keeps the server's files, so that a test can
+// take one of its ports before calling Restart.
+func (s *Server) Halt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.halt()
+}
