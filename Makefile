@@ -3,12 +3,22 @@ BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c
 BENCH_COUNT ?= 10
 FUZZ_TIME ?= 30s
 
-.PHONY: test lint bench fuzz
+.PHONY: demo test lint need-redis bench fuzz redis-image
+
+# The demo: the scenario that started baton, on a throwaway server (a
+# redis-server from PATH, else a local Docker image, else one embedded in
+# the process). Pass flags with ARGS, for example ARGS="--runs 20 --json".
+demo:
+	$(GO) run ./cmd/baton demo $(ARGS)
 
 # The test command: formatting, vet, then every test with the race detector,
-# including those against a real redis-server.
-test: lint
+# including those against a real redis-server, which it installs first
+# where it is missing and it can (root with apt-get).
+test: lint need-redis
 	$(GO) test -race -count=1 ./...
+
+need-redis:
+	@scripts/need-redis.sh
 
 lint:
 	@unformatted=$$(gofmt -l .); if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
@@ -28,6 +38,13 @@ bench:
 	$(BENCHSTAT) -filter '.name:Modify' -col /impl .bench/all.txt
 	$(BENCHSTAT) -filter '.name:HandOff' -col /mode .bench/all.txt
 	$(BENCHSTAT) -filter '-.name:Do -.name:DoParallel -.name:LockUnlock -.name:Modify -.name:HandOff' .bench/all.txt
+
+# A local Docker image of this machine's redis-server, built FROM scratch
+# (no registry needed), for the demo's and the integration suite's Docker
+# backend. IMAGE names it.
+IMAGE ?= baton-redis:local
+redis-image:
+	scripts/redis-image.sh $(IMAGE)
 
 # A short fuzz run of the RESP reader against its oracle.
 fuzz:

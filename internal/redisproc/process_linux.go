@@ -12,12 +12,14 @@ import (
 // sysProcAttr asks the kernel to kill redis-server when the program that
 // started it dies, so that a program that never gets to call Stop (a test
 // binary killed by -timeout, a demo killed by a signal) leaves no servers
-// behind holding ports. The signal is tied to
+// behind holding ports. It also puts redis-server in a process group of
+// its own, so that a Ctrl-C at a terminal reaches only the program, which
+// stops its server when it is done with it, rather than the server first. The signal is tied to
 // the OS thread that started the child; the Go runtime ends a thread only
 // when a goroutine locked to it exits, which code starting servers does not
 // do.
 func sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Setpgid: true}
 }
 
 // waitStopped returns once the kernel reports the process stopped, state T

@@ -1,0 +1,69 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+)
+
+// usageError is a mistake on the command line: run prints it as one line
+// and exits with exitUsage.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+func usagef(format string, args ...any) error {
+	return &usageError{err: fmt.Errorf(format, args...)}
+}
+
+// errHelpShown ends a command whose --help was printed.
+var errHelpShown = errors.New("help shown")
+
+// newFlags makes a command's flag set. The flag package's own messages
+// are silenced: parse turns them into one line.
+func newFlags(name, synopsis, about string, out outputs) *flag.FlagSet {
+	fs := flag.NewFlagSet("baton "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {
+		w := out.stdout
+		fmt.Fprintf(w, "Usage: baton %s %s\n\n%s\n\nFlags:\n", name, synopsis, about)
+		fs.SetOutput(w)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return fs
+}
+
+// parse parses args, printing the usage for --help. A flag error becomes a
+// usageError; positional arguments are returned.
+func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	err := fs.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.Usage()
+		return nil, errHelpShown
+	case err != nil:
+		return nil, &usageError{err: err}
+	}
+	return fs.Args(), nil
+}
+
+// noArgs refuses positional arguments for commands that take none.
+func noArgs(rest []string) error {
+	if len(rest) > 0 {
+		return usagef("unexpected argument %q", rest[0])
+	}
+	return nil
+}
+
+// addrFlagHelp describes --addr the same way in every command.
+const addrFlagHelp = "the server: host:port, redis://[user:pass@]host:port[/db], rediss://... (TLS) or unix:///path"
+
+// oneLine keeps an error to one line: a server's reply or a wrapped
+// error can carry newlines.
+func oneLine(err error) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+}

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Makes sure redis-server is on PATH for the tests: installs Debian's
+# package when it is missing and this is root on a machine with apt-get,
+# else says in one line how to install it and fails.
+set -euo pipefail
+if command -v redis-server >/dev/null 2>&1; then
+	exit 0
+fi
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+	echo "make test: redis-server is missing; installing Debian's redis-server package with apt-get"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	apt-get install -y -qq --no-install-recommends redis-server >/dev/null
+	# The package starts a system service; the tests start their own
+	# servers and need nothing running.
+	redis-server --version
+	exit 0
+fi
+echo "make test: redis-server is not on PATH; install it (Debian or Ubuntu: sudo apt-get install redis-server; macOS: brew install redis) and run make test again" >&2
+exit 1
