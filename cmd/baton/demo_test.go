@@ -50,7 +50,7 @@ func TestDemoJSON(t *testing.T) {
 	r := runBaton(t, demoTimeout, nil, "demo", "--runs", "1", "--json", "--addr", srv.Addr)
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	var report struct {
-		Server struct{ Kind, Addr string }
+		Server   struct{ Kind, Addr string }
 		Counting string
 		Rows     []struct {
 			Config    string
