@@ -185,3 +185,22 @@ func closedAddr(t *testing.T) string {
 	require.NoError(t, l.Close())
 	return addr
 }
+
+// TestDemoOnADockerContainer: with no redis-server on PATH and a local
+// image, the demo runs every configuration in a throwaway container and
+// removes it. It needs a Docker engine and the image `make redis-image`
+// builds; it skips without them.
+func TestDemoOnADockerContainer(t *testing.T) {
+	image := "baton-redis:local"
+	if out, err := exec.Command("docker", "image", "inspect", "--format", "{{.Id}}", image).CombinedOutput(); err != nil {
+		t.Skipf("no Docker engine or no %s image (make redis-image builds it): %v: %s", image, err, strings.TrimSpace(string(out)))
+	}
+	r := runBaton(t, demoTimeout, []string{"PATH=" + t.TempDir(), "BATON_REDIS_IMAGE=" + image}, "demo", "--runs", "1")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	first, _, _ := strings.Cut(r.stdout, "\n")
+	require.Contains(t, first, "a throwaway "+image+" container")
+	for _, name := range demoConfigs {
+		require.Regexp(t, `(?m)^`+regexp.QuoteMeta(name)+`\s+\d+ / \d+\s.*\s1 of 1$`, r.stdout)
+	}
+	requireRefused(t, throwawayAddr(t, first))
+}

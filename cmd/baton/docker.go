@@ -46,6 +46,8 @@ func dockerTarget(ctx context.Context) (*target, string) {
 		Cmd: []string{"--save", "", "--appendonly", "no", "--protected-mode", "no",
 			"--notify-keyspace-events", "K$gxe"},
 		ExposedPorts: []string{"6379/tcp"},
+		// Loopback only: the server runs without a password.
+		PortBindings: map[docker.Port][]docker.PortBinding{"6379/tcp": {{HostIP: "127.0.0.1", HostPort: "0"}}},
 	}, func(hc *docker.HostConfig) {
 		hc.AutoRemove = true
 		hc.RestartPolicy = docker.RestartPolicy{Name: "no"}
