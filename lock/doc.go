@@ -131,6 +131,10 @@
 //     holder's, a request its asker's, the counter the fence retention,
 //     and the queue keys the queue lease.
 //
+// Locker.Inspect reads a lock's keys (those of its mode, listed above) in
+// one script that writes nothing: who holds the lock and for how long, the
+// holder's fencing token, whether it is asked to let go, and the queue.
+//
 // Concurrency: a Locker and its Leases are safe for concurrent use. The
 // Locker owns its background goroutines and waits for them in Close:
 // releases that outlive a caller who stopped waiting, a watchdog per lease

@@ -1,0 +1,143 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// shownOwnerLen is how much of an owner token Info shows. The whole token
+// (26 characters, 128 random bits) is a credential: with it anyone can
+// release or extend the lock as its holder, and an Info is made to be
+// printed and logged. Eight characters, 40 bits, tell holders apart (two
+// owners share them once in a trillion) and give away too little to act
+// as one.
+const shownOwnerLen = 8
+
+// Info is one lock as Inspect found it: a snapshot taken at one instant by
+// the server, whose clock counts every time in it.
+type Info struct {
+	// Held reports whether the lock is held: <prefix>{key} exists. A lock
+	// being handed to a waiter that has not confirmed yet is held, by
+	// that waiter.
+	Held bool
+
+	// Holder is the start of the holder's owner token, the value of
+	// <prefix>{key}: its first 8 characters, enough to tell holders apart
+	// but not to act as one (the whole token would let anyone who reads
+	// the Info release or extend the lock). "" when the lock is free.
+	Holder string
+
+	// TTL is how long the lock has left unless its holder extends or
+	// releases it: the PTTL of <prefix>{key}. 0 when the lock is free; -1
+	// for a lock that never expires, which no baton client sets.
+	TTL time.Duration
+
+	// Token is the holder's fencing token, or 0 when it cannot be known.
+	// It is read from <prefix>{key}:fence, the last token handed out.
+	// Only an acquire hands one out, to the owner it makes the holder, so
+	// while the lock is held that is the holder's token, but for two
+	// cases. The counter may be gone: it expires a fence retention after
+	// the last acquisition, which a holder that keeps extending outlasts;
+	// Token is then 0. And the lock may be in a hand-off: from a release
+	// that hands it to a waiter until that waiter confirms (the hand-off
+	// window, 500ms at most), the counter still holds the previous
+	// holder's token, and the new holder's, once it confirms, is greater.
+	// In fast mode such a hand-off is recognised (the waiter's request,
+	// naming the lock's owner, stands until it confirms) and Token is 0;
+	// in fair mode nothing tells it from a holding, and Token is the
+	// previous holder's.
+	// 0 when the lock is free.
+	Token uint64
+
+	// Wanted reports whether an owner other than the holder asked for the
+	// lock and waits for it. In fast mode: a request stands at
+	// <prefix>{key}:wanted (the latest asker's, until it acquires, gives up
+	// or its TTL ends) from an owner other than the holder. In fair mode:
+	// the queue is not empty. While the lock is held, the holder is asked
+	// to let go: it is what closes the holder's Lease.Wanted.
+	Wanted bool
+
+	// Queue is, in fair mode, the owners waiting for the lock, in the
+	// order they will be offered it: the members of <prefix>{key}:queue by
+	// arrival. Owner is the start of the waiter's owner token, as Holder.
+	// LeaseLeft is how long its place is kept without a renewal: the
+	// deadline in its entry of <prefix>{key}:waiters
+	// ("<deadline-ms> <waiter-id> <channel>") less the server's clock. A
+	// live waiter renews every third of its queue lease, so a LeaseLeft
+	// far below that lease means a waiter that stopped renewing; once
+	// negative, the next hand-off drops the entry. Empty in fair mode when
+	// nobody waits; nil in fast mode, which has no queue.
+	Queue []struct {
+		Owner     string
+		LeaseLeft time.Duration
+	}
+}
+
+// inspectScript reads every key of one lock at one instant and writes
+// nothing. KEYS: lock, fence, wanted, queue, waiters. ARGV: "1" in fair
+// mode. It returns {the server's clock in ms, PTTL of the lock, the lock,
+// the fence, the request, {owner, entry, owner, entry, ...} in queue
+// order}, with an empty string for a missing one. The fast mode reads no
+// queue, the fair mode no request. The clock is read as the fair scripts
+// read it, so a lease left below zero is exactly an entry they drop.
+var inspectScript = newScript(`
+local clock = redis.call('TIME')
+local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local request, queue = '', {}
+if ARGV[1] == '1' then
+	for _, owner in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
+		queue[#queue + 1] = owner
+		queue[#queue + 1] = redis.call('HGET', KEYS[5], owner) or ''
+	end
+else
+	request = redis.call('GET', KEYS[3]) or ''
+end
+return {nowMs, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1]) or '',
+	redis.call('GET', KEYS[2]) or '', request, queue}
+`)
+
+// Inspect reports who holds the lock for key and for how long, and who
+// waits for it, and changes nothing. It reads the lock's keys in one
+// script, in one round trip: the Info is one consistent snapshot, and its
+// times are counted by the server's clock, not this process's. By the
+// time Inspect returns, the lock may have changed hands.
+//
+// It reads the keys of the Locker's mode: a fast Locker sees no queue
+// (Queue is nil), and a fair one no fast-mode request. Invalid keys are
+// refused as Lock refuses them (ErrInvalid); a closed Locker returns
+// ErrClosed. A reply that no Redis running this package's script gives,
+// or keys holding values that baton never writes, are an error matching
+// resp.ErrProtocol.
+func (l *Locker) Inspect(ctx context.Context, key string) (Info, error) {
+	if err := checkCall(ctx, l.opts.Prefix, key); err != nil {
+		return Info{}, err
+	}
+	if !l.enter() {
+		return Info{}, ErrClosed
+	}
+	defer l.exit()
+	n := l.keyNames(key)
+	fair := "0"
+	if l.opts.Fair {
+		fair = "1"
+	}
+	// EVAL rather than EVALSHA: Open does not load this script, and a
+	// server without it would cost EVALSHA a second round trip. The
+	// source is short, and Inspect is no hot path.
+	v, _, err := inspectScript.call(ctx, l.client, true, false,
+		[]string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, []string{fair}, nil)
+	if err != nil {
+		return Info{}, fmt.Errorf("lock %q: inspect: %w", key, err)
+	}
+	info, err := readInfo(v, l.opts.Fair)
+	if err != nil {
+		return Info{}, fmt.Errorf("lock %q: inspect: %w", key, err)
+	}
+	return info, nil
+}
+
+// shownOwner is the part of an owner token an Info shows.
+func shownOwner(owner string) string {
+	return owner[:min(len(owner), shownOwnerLen)]
+}
