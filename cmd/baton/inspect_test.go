@@ -1,0 +1,196 @@
+package main_test
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+// inspected is inspect's --json document.
+type inspected struct {
+	Addr     string  `json:"addr"`
+	Key      string  `json:"key"`
+	RedisKey string  `json:"redis_key"`
+	Mode     string  `json:"mode"`
+	Held     bool    `json:"held"`
+	Holder   *string `json:"holder"`
+	TTLms    *int64  `json:"ttl_ms"`
+	Token    *uint64 `json:"token"`
+	Wanted   bool    `json:"wanted"`
+	Queue    []struct {
+		Owner       string `json:"owner"`
+		LeaseLeftMs int64  `json:"lease_left_ms"`
+	} `json:"queue"`
+}
+
+// inspectJSON runs inspect with --json and decodes its stdout, which must
+// hold the one document and nothing else.
+func inspectJSON(t *testing.T, args ...string) inspected {
+	t.Helper()
+	r := runBaton(t, 30*time.Second, nil, append([]string{"inspect", "--json"}, args...)...)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	var doc inspected
+	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&doc), r.stdout)
+	require.False(t, dec.More(), "one document only: %s", r.stdout)
+	return doc
+}
+
+func openLocker(t *testing.T, srv *redistest.Server, opts ...lock.Option) *lock.Locker {
+	t.Helper()
+	l, err := lock.Open(context.Background(), srv.Addr, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	return l
+}
+
+func TestInspectHeldLockShowsTTLAndToken(t *testing.T) {
+	srv := redistest.Start(t)
+	l := openLocker(t, srv, lock.WithTTL(30*time.Second))
+	ls, err := l.Lock(context.Background(), "orders")
+	require.NoError(t, err)
+
+	r := runBaton(t, 30*time.Second, nil, "inspect", "--addr", srv.Addr, "orders")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Empty(t, r.stderr)
+	require.Contains(t, r.stdout, "baton:{orders}")
+	require.Contains(t, r.stdout, "held by:")
+	require.Contains(t, r.stdout, "TTL left:")
+	require.Contains(t, r.stdout, "fencing token:   "+strconv.FormatUint(ls.Token(), 10)+"\n")
+	require.Contains(t, r.stdout, "asked to let go: no\n")
+
+	doc := inspectJSON(t, "--addr", srv.Addr, "orders")
+	require.Equal(t, inspected{
+		Addr: srv.Addr, Key: "orders", RedisKey: "baton:{orders}", Mode: "fast", Held: true,
+		Holder: doc.Holder, TTLms: doc.TTLms, Token: doc.Token,
+	}, doc)
+	require.NotNil(t, doc.Holder)
+	require.Len(t, *doc.Holder, 8)
+	require.NotNil(t, doc.TTLms)
+	require.Greater(t, *doc.TTLms, int64(25_000))
+	require.LessOrEqual(t, *doc.TTLms, int64(30_000))
+	require.NotNil(t, doc.Token)
+	require.Equal(t, ls.Token(), *doc.Token)
+
+	require.NoError(t, ls.Unlock(context.Background()))
+	require.Contains(t, runBaton(t, 30*time.Second, nil, "inspect", "--addr", srv.Addr, "orders").stdout, "free")
+}
+
+func TestInspectFreeLockSaysFreeAndChangesNoSetting(t *testing.T) {
+	srv := redistest.Start(t)
+	before := srv.Do(t, "CONFIG", "GET", "notify-keyspace-events").String()
+	for _, mode := range [][]string{nil, {"--fair"}} {
+		r := runBaton(t, 30*time.Second, nil, append([]string{"inspect", "--addr", srv.Addr}, append(mode, "k")...)...)
+		require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+		require.Contains(t, r.stdout, "nobody: the lock is free")
+		require.NotContains(t, r.stdout, "fencing token")
+
+		doc := inspectJSON(t, append([]string{"--addr", srv.Addr}, append(mode, "k")...)...)
+		require.False(t, doc.Held)
+		require.Nil(t, doc.Holder)
+		require.Nil(t, doc.TTLms)
+		require.Nil(t, doc.Token)
+		require.False(t, doc.Wanted)
+	}
+	require.Equal(t, before, srv.Do(t, "CONFIG", "GET", "notify-keyspace-events").String(),
+		"inspect must not turn on keyspace events")
+	require.Zero(t, srv.Do(t, "DBSIZE").Int, "inspect writes nothing")
+}
+
+func TestInspectShowsTheFairQueueInOrder(t *testing.T) {
+	srv := redistest.Start(t)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // should the test stop early: after the lockers close
+	holder := openLocker(t, srv, lock.WithFair(), lock.WithKeyPrefix("app:"))
+	held, err := holder.Lock(context.Background(), "line")
+	require.NoError(t, err)
+	got := make(chan *lock.Lease, 3)
+	for i := range 3 {
+		w := openLocker(t, srv, lock.WithFair(), lock.WithKeyPrefix("app:"))
+		wg.Go(func() {
+			ls, err := w.Lock(context.Background(), "line")
+			assert.NoError(t, err)
+			got <- ls
+		})
+		// The next waiter arrives only once this one is queued.
+		redistest.Eventually(t, func() bool {
+			info, err := holder.Inspect(context.Background(), "line")
+			return err == nil && len(info.Queue) == i+1
+		}, 5*time.Second, time.Millisecond)
+	}
+
+	doc := inspectJSON(t, "--addr", srv.Addr, "--fair", "--prefix", "app:", "line")
+	require.Equal(t, "fair", doc.Mode)
+	require.Equal(t, "app:{line}", doc.RedisKey)
+	require.True(t, doc.Wanted)
+	require.Equal(t, held.Token(), *doc.Token)
+	require.Len(t, doc.Queue, 3)
+	for _, w := range doc.Queue {
+		require.Positive(t, w.LeaseLeftMs)
+	}
+
+	r := runBaton(t, 30*time.Second, nil, "inspect", "--addr", srv.Addr, "--fair", "--prefix", "app:", "line")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.Contains(t, r.stdout, "asked to let go: yes\n")
+	require.Contains(t, r.stdout, "3 waiting")
+	at := -1
+	for i, w := range doc.Queue {
+		next := strings.Index(r.stdout, strconv.Itoa(i+1)+". "+w.Owner)
+		require.Greater(t, next, at, "waiter %d in order:\n%s", i+1, r.stdout)
+		at = next
+	}
+
+	// The queue shown is the order of the hand-offs.
+	require.NoError(t, held.Unlock(context.Background()))
+	for i, w := range doc.Queue {
+		ls := <-got
+		require.NotNil(t, ls)
+		now := inspectJSON(t, "--addr", srv.Addr, "--fair", "--prefix", "app:", "line")
+		require.Equal(t, w.Owner, *now.Holder, "waiter %d", i+1)
+		require.Equal(t, ls.Token(), *now.Token)
+		require.Len(t, now.Queue, 2-i)
+		require.NoError(t, ls.Unlock(context.Background()))
+	}
+}
+
+func TestInspectUsageAndServerErrors(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []string
+		code int
+		says string
+	}{
+		"no --addr":         {[]string{"k"}, 2, "--addr is required"},
+		"no KEY":            {[]string{"--addr", "127.0.0.1:1"}, 2, "missing KEY"},
+		"two keys":          {[]string{"--addr", "127.0.0.1:1", "a", "b"}, 2, `unexpected argument "b"`},
+		"a flag after KEY":  {[]string{"--addr", "127.0.0.1:1", "k", "--json"}, 2, "flags go before KEY"},
+		"no server":         {[]string{"--addr", "127.0.0.1:1", "k"}, 1, "127.0.0.1:1"},
+		"no server, --json": {[]string{"--json", "--addr", "127.0.0.1:1", "k"}, 1, "127.0.0.1:1"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runBaton(t, 30*time.Second, nil, append([]string{"inspect"}, c.args...)...)
+			require.Equal(t, c.code, r.code, "stderr: %s", r.stderr)
+			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+			require.Contains(t, r.stderr, c.says)
+			require.Empty(t, r.stdout)
+		})
+	}
+}
+
+func TestInspectRefusesAKeyTheLockRefuses(t *testing.T) {
+	srv := redistest.Start(t)
+	r := runBaton(t, 30*time.Second, nil, "inspect", "--addr", srv.Addr, "}k")
+	require.Equal(t, 2, r.code, "stderr: %s", r.stderr)
+	require.Contains(t, r.stderr, "hash tag")
+	require.Equal(t, 1, strings.Count(r.stderr, "\n"))
+}
