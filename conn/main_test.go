@@ -10,10 +10,14 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
 )
 
+// TestMain starts a throwaway redis-server for the examples (see
+// example_test.go's redisAddr) and fails the run if any goroutine outlives
+// the tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(redistest.WithExampleServer(m, &redisAddr))
 }
 
 // dial connects to addr and closes the connection when the test ends.

@@ -14,8 +14,11 @@ import (
 	"github.com/batonlock/baton/lock"
 )
 
+// TestMain starts a throwaway redis-server for the examples (see
+// example_test.go's redisAddr) and fails the run if any goroutine outlives
+// the tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(redistest.WithExampleServer(m, &redisAddr))
 }
 
 // open returns a Locker on srv, closed when the test ends.

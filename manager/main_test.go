@@ -12,8 +12,11 @@ import (
 	"github.com/batonlock/baton/manager"
 )
 
+// TestMain starts a throwaway redis-server for the examples (see
+// example_test.go's redisAddr) and fails the run if any goroutine outlives
+// the tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(redistest.WithExampleServer(m, &redisAddr))
 }
 
 // counter is the state most tests keep.
