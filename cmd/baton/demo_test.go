@@ -135,7 +135,7 @@ func interruptDemo(t *testing.T, env []string, args ...string) result {
 	ctx, cancel := context.WithTimeout(context.Background(), demoTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, batonBin, append([]string{"demo", "--runs", "50"}, args...)...)
-	cmd.Env = append(cmd.Environ(), env...)
+	cmd.Env = append(append(cmd.Environ(), "GORACE=atexit_sleep_ms=0"), env...)
 	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	var stderr strings.Builder
