@@ -19,6 +19,17 @@ type target struct {
 	db                 int
 }
 
+// redacted is addr with a URL's password hidden.
+func redacted(addr string) string {
+	if !strings.Contains(addr, "://") {
+		return addr
+	}
+	if u, err := url.Parse(addr); err == nil {
+		return u.Redacted()
+	}
+	return addr
+}
+
 // parseAddr reads "host:port", "redis://[user[:pass]@]host[:port][/db]",
 // "rediss://..." (TLS) or "unix://[user[:pass]@]/path[?db=N]".
 func parseAddr(addr string) (target, error) {

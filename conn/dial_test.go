@@ -93,6 +93,13 @@ func TestDialRefusesWrongCredentials(t *testing.T) {
 	c = dial(t, "redis://:sesame@"+srv.Addr)
 	_, err = c.Do(ctx, "GET", "k")
 	require.NoError(t, err)
+
+	// A failed dial names the address, never the password in it: the
+	// error travels into logs.
+	_, err = conn.Dial(ctx, "redis://user:wrong@"+srv.Addr)
+	require.ErrorIs(t, err, resp.WrongPass)
+	require.NotContains(t, err.Error(), "wrong")
+	require.Contains(t, err.Error(), srv.Addr)
 }
 
 func TestDialTLSRefusesAnUntrustedServer(t *testing.T) {
