@@ -84,13 +84,13 @@ func runBench(ctx context.Context, args []string, out outputs) error {
 		return fmt.Errorf("finding a server: %w", err)
 	}
 	defer t.Close()
-	fmt.Fprintln(out.stderr, t.about)
+	t.announce(out, c.json)
 	if c.mode == "fast" && !t.notifications {
-		return fmt.Errorf("%s: fast mode waits on keyspace notifications, which this server does not publish; use --mode fair, or --addr a redis-server", t.addr)
+		return fmt.Errorf("%s: fast mode waits on keyspace notifications, which this server does not publish; use --mode fair, or --addr a redis-server", redactAddr(t.addr))
 	}
 	res, err := benchmark(ctx, t.addr, c, out.stderr)
 	if err != nil {
-		return fmt.Errorf("bench on %s: %w", t.addr, err)
+		return fmt.Errorf("bench on %s: %w", redactAddr(t.addr), err)
 	}
 	res.ServerKind = t.kind
 	if c.json {

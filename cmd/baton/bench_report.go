@@ -83,7 +83,8 @@ func newBenchCommands(d cmdstats.Stats, ops int64) *benchCommands {
 	return c
 }
 
-// redactAddr hides a URL's password: the report may be pasted anywhere.
+// redactAddr hides a URL's password: what a command prints may be pasted
+// anywhere, or end up in a CI log.
 func redactAddr(addr string) string {
 	if !strings.Contains(addr, "://") {
 		return addr

@@ -40,10 +40,15 @@ func newFlags(name, synopsis, about string, out outputs) *flag.FlagSet {
 // parse parses args, printing the usage for --help. A flag error becomes a
 // usageError; positional arguments are returned.
 func parse(fs *flag.FlagSet, args []string) ([]string, error) {
+	// The flag package calls Usage itself on --help and on every error;
+	// here the help is printed once, and an error is one line.
+	usage := fs.Usage
+	fs.Usage = func() {}
 	err := fs.Parse(args)
+	fs.Usage = usage
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		fs.Usage()
+		usage()
 		return nil, errHelpShown
 	case err != nil:
 		return nil, &usageError{err: err}

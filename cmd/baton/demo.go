@@ -65,15 +65,11 @@ func runDemo(ctx context.Context, args []string, out outputs) error {
 		return err
 	}
 	defer t.Close()
-	if *asJSON {
-		fmt.Fprintln(out.stderr, t.about)
-	} else {
-		fmt.Fprintln(out.stdout, t.about)
-	}
+	t.announce(out, *asJSON)
 
 	counting, restore, err := scenario.PrepareCounting(ctx, t.addr)
 	if err != nil {
-		return fmt.Errorf("server %s: %w", t.addr, err)
+		return fmt.Errorf("server %s: %w", redactAddr(t.addr), err)
 	}
 	defer restore()
 
@@ -105,7 +101,7 @@ func runDemo(ctx context.Context, args []string, out outputs) error {
 			res, err := scenario.Run(ctx, settings, cfg)
 			if err != nil {
 				_ = bar.Clear()
-				return fmt.Errorf("server %s: %s: %w", t.addr, cfg.Name, err)
+				return fmt.Errorf("server %s: %s: %w", redactAddr(t.addr), cfg.Name, err)
 			}
 			results = append(results, res)
 		}

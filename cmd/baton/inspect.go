@@ -80,7 +80,7 @@ func runInspect(ctx context.Context, args []string, out outputs) error {
 	case errors.Is(err, lock.ErrInvalid):
 		return usagef("%w", err) // the key or the prefix
 	case err != nil:
-		return fmt.Errorf("%s: %w", f.addr, err)
+		return fmt.Errorf("%s: %w", redactAddr(f.addr), err)
 	}
 	rep := newInspectReport(f, info)
 	if f.json {

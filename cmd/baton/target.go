@@ -27,6 +27,16 @@ type target struct {
 	stop func()
 }
 
+// announce says which server the command uses, as the first line of its
+// output: on stdout above a table, on stderr when stdout is for JSON.
+func (t *target) announce(out outputs, asJSON bool) {
+	if asJSON {
+		fmt.Fprintln(out.stderr, t.about)
+	} else {
+		fmt.Fprintln(out.stdout, t.about)
+	}
+}
+
 // Close removes the server if the command started it.
 func (t *target) Close() {
 	if t.stop != nil {
@@ -46,7 +56,7 @@ var throwawayConfig = []string{`save ""`, `appendonly no`, `notify-keyspace-even
 // process. Each step that is skipped is said on notes.
 func findTarget(ctx context.Context, addr string, notes io.Writer) (*target, error) {
 	if addr != "" {
-		return &target{addr: addr, kind: "given", about: "server: " + addr + " (given with --addr)", notifications: true}, nil
+		return &target{addr: addr, kind: "given", about: "server: " + redactAddr(addr) + " (given with --addr)", notifications: true}, nil
 	}
 	srv, err := redisproc.Start(redisproc.WithConfig(throwawayConfig...))
 	if err == nil {
