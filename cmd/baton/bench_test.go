@@ -76,10 +76,12 @@ func TestBenchTable(t *testing.T) {
 	srv := redistest.Start(t)
 	r := runBaton(t, benchTimeout, nil, "bench", "--addr", srv.Addr, "--duration", benchShort)
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
-	require.Equal(t, "server: "+srv.Addr+" (given with --addr)\n", r.stderr)
+	require.Empty(t, r.stderr)
 
 	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
-	require.Greater(t, len(lines), 4, "stdout: %s", r.stdout)
+	require.Greater(t, len(lines), 5, "stdout: %s", r.stdout)
+	require.Equal(t, "server: "+srv.Addr+" (given with --addr)", lines[0])
+	lines = lines[1:]
 	require.Equal(t, []string{"mode", "op", "goroutines", "keys", "elapsed", "ops", "ops/s", "p50", "p90", "p99", "p99.9", "max", "cmds/op"},
 		strings.Fields(lines[0]))
 	row := strings.Fields(lines[1])
@@ -169,13 +171,11 @@ func TestBenchFastModeWithoutKeyspaceEvents(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithConfig(`notify-keyspace-events ""`, `rename-command CONFIG ""`))
 	r := runBaton(t, benchTimeout, nil, "bench", "--addr", srv.Addr, "--duration", benchShort)
 	require.Equal(t, 1, r.code, "stderr: %s", r.stderr)
-	require.Empty(t, r.stdout)
-	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-	require.Len(t, lines, 2, "stderr: %q", r.stderr)
-	require.Equal(t, "server: "+srv.Addr+" (given with --addr)", lines[0])
-	require.True(t, strings.HasPrefix(lines[1], "baton bench: bench on "+srv.Addr+": "), lines[1])
-	require.Contains(t, lines[1], "keyspace events not enabled")
-	require.Contains(t, lines[1], "--mode fair")
+	require.Equal(t, "server: "+srv.Addr+" (given with --addr)\n", r.stdout)
+	require.Equal(t, 1, strings.Count(r.stderr, "\n"), "stderr: %q", r.stderr)
+	require.True(t, strings.HasPrefix(r.stderr, "baton bench: bench on "+srv.Addr+": "), r.stderr)
+	require.Contains(t, r.stderr, "keyspace events not enabled")
+	require.Contains(t, r.stderr, "--mode fair")
 	require.NotContains(t, r.stderr, "goroutine")
 
 	r = runBaton(t, benchTimeout, nil, "bench", "--addr", srv.Addr, "--duration", benchShort, "--mode", "fair", "--json")
@@ -190,9 +190,8 @@ func TestBenchUnreachableServer(t *testing.T) {
 	addr := closedAddr(t)
 	r := runBaton(t, benchTimeout, nil, "bench", "--addr", addr, "--duration", benchShort)
 	require.Equal(t, 1, r.code, "stderr: %s", r.stderr)
-	lines := strings.Split(strings.TrimSuffix(r.stderr, "\n"), "\n")
-	require.Len(t, lines, 2, "stderr: %q", r.stderr)
-	require.True(t, strings.HasPrefix(lines[1], "baton bench: bench on "+addr+": "), lines[1])
+	require.Equal(t, 1, strings.Count(r.stderr, "\n"), "stderr: %q", r.stderr)
+	require.True(t, strings.HasPrefix(r.stderr, "baton bench: bench on "+addr+": "), r.stderr)
 }
 
 // TestBenchURLPasswordIsRedacted: the report may be pasted anywhere; a
@@ -214,8 +213,8 @@ func TestBenchInterruptedCleansUp(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			r := interruptBench(t, srv, "--addr", srv.Addr, "--mode", mode, "--op", "modify", "--concurrency", "16", "--keys", "2")
 			require.Equal(t, 130, r.code, "stderr: %s", r.stderr)
-			require.True(t, strings.HasSuffix(r.stderr, "baton bench: interrupted; cleaned up\n"), r.stderr)
-			require.Empty(t, r.stdout)
+			require.Equal(t, "baton bench: interrupted; cleaned up\n", r.stderr)
+			require.Equal(t, "server: "+srv.Addr+" (given with --addr)\n", r.stdout, "only the server line, no report")
 			requireNoBenchKeys(t, srv)
 			require.NotContains(t, srv.Do(t, "CLIENT", "LIST").Str, "name=baton-bench")
 		})
@@ -228,7 +227,7 @@ func TestBenchInterruptedRemovesItsServer(t *testing.T) {
 	redistest.Start(t) // skips the test where there is no redis-server
 	r := interruptBench(t, nil, "--mode", "fair")
 	require.Equal(t, 130, r.code, "stderr: %s", r.stderr)
-	first, _, _ := strings.Cut(r.stderr, "\n")
+	first, _, _ := strings.Cut(r.stdout, "\n")
 	m := regexp.MustCompile(`on (127\.0\.0\.1:\d+)`).FindStringSubmatch(first)
 	require.NotNil(t, m, "no address in %q", first)
 	requireRefused(t, m[1])
@@ -242,12 +241,12 @@ func interruptBench(t *testing.T, srv *redistest.Server, args ...string) result 
 	ctx, cancel := context.WithTimeout(context.Background(), benchTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, batonBin, append([]string{"bench", "--duration", "1m"}, args...)...)
-	var stdout strings.Builder
-	cmd.Stdout = &stdout
-	stderr, err := cmd.StderrPipe()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	lines := bufio.NewReader(stderr)
+	lines := bufio.NewReader(stdout)
 	first, err := lines.ReadString('\n')
 	require.NoError(t, err, "no first line")
 	if srv != nil {
@@ -265,7 +264,7 @@ func interruptBench(t *testing.T, srv *redistest.Server, args ...string) result 
 		require.True(t, errors.As(err, &exit), "%v", err)
 		code = exit.ExitCode()
 	}
-	return result{stdout: stdout.String(), stderr: first + string(rest), code: code}
+	return result{stdout: first + string(rest), stderr: stderr.String(), code: code}
 }
 
 // TestBenchOnTheEmbeddedServer: with no redis-server on PATH and no local
@@ -276,7 +275,7 @@ func TestBenchOnTheEmbeddedServer(t *testing.T) {
 	env := []string{"PATH=" + t.TempDir(), "BATON_REDIS_IMAGE=baton-test-no-such-image:none"}
 	r := runBaton(t, benchTimeout, env, "bench", "--duration", benchShort)
 	require.Equal(t, 1, r.code, "stderr: %s", r.stderr)
-	require.Contains(t, r.stderr, "server: embedded")
+	require.Contains(t, r.stdout, "server: embedded")
 	require.Regexp(t, `(?m)^baton bench: 127\.0\.0\.1:\d+: fast mode .*--mode fair`, r.stderr)
 
 	r = runBaton(t, benchTimeout, env, "bench", "--duration", benchShort, "--mode", "fair", "--op", "modify", "--json")

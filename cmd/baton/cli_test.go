@@ -31,6 +31,7 @@ func TestUsageErrorsAreOneLineAndExitTwo(t *testing.T) {
 			}
 			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "stderr: %q", r.stderr)
 			require.NotContains(t, r.stderr, "goroutine")
+			require.Empty(t, r.stdout)
 		})
 	}
 }
@@ -44,7 +45,24 @@ func TestHelpOnEveryCommand(t *testing.T) {
 		require.Contains(t, r.stdout, name)
 		r := runBaton(t, 30*time.Second, nil, name, "--help")
 		require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
-		require.Contains(t, r.stdout, "Usage: baton "+name)
+		require.Equal(t, 1, strings.Count(r.stdout, "Usage: baton "+name), "stdout: %s", r.stdout)
 		require.Contains(t, r.stdout, "-json")
+	}
+}
+
+// TestPasswordsStayHidden: a password in a URL address appears in no
+// command's output, not even in its errors.
+func TestPasswordsStayHidden(t *testing.T) {
+	addr := "redis://:hunter2@" + closedAddr(t)
+	for _, args := range [][]string{
+		{"demo", "--addr", addr},
+		{"bench", "--addr", addr, "--duration", "100ms"},
+		{"probe", "--addr", addr},
+		{"inspect", "--addr", addr, "k"},
+	} {
+		r := runBaton(t, 30*time.Second, nil, args...)
+		require.Equal(t, 1, r.code, "%v: stderr: %s", args, r.stderr)
+		require.NotContains(t, r.stdout+r.stderr, "hunter2", "%v", args)
+		require.Contains(t, r.stderr, "xxxxx@", "%v", args)
 	}
 }

@@ -26,7 +26,7 @@ func probe(ctx context.Context, f probeFlags) (*probeReport, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := &probeReport{Addr: f.addr, Key: s.key, Rounds: f.rounds, ThresholdPercent: headStartThreshold}
+	rep := &probeReport{Addr: redactAddr(f.addr), Key: s.key, Rounds: f.rounds, ThresholdPercent: headStartThreshold}
 	err = s.measure(ctx, f, rep)
 	cleanup := s.restoreEvents(ctx, &rep.Server.KeyspaceEvents)
 	if cerr := s.close(ctx); cleanup == nil {
@@ -114,7 +114,7 @@ func (s *probeSession) round(ctx context.Context, st releaseStyle, rec *tapRecor
 		err = v.Err()
 	}
 	if err != nil {
-		return false, fmt.Errorf("%s: SET %s: %w", s.addr, s.key, err)
+		return false, fmt.Errorf("%s: SET %s: %w", s.shown, s.key, err)
 	}
 	if _, err := s.syncWaiter(); err != nil {
 		return false, err
@@ -136,19 +136,19 @@ func (s *probeSession) round(ctx context.Context, st releaseStyle, rec *tapRecor
 // two sides in that order.
 func (s *probeSession) release(ctx context.Context, st releaseStyle, token string, eval bool) (notificationFirst bool, err error) {
 	if err := s.order.reset(); err != nil {
-		return false, fmt.Errorf("%s: %w", s.addr, err)
+		return false, fmt.Errorf("%s: %w", s.shown, err)
 	}
 	if err := s.sendRelease(st, token, eval); err != nil {
 		return false, err
 	}
 	fd, err := s.order.first(ctx, probeStepTimeout)
 	if err != nil {
-		return false, fmt.Errorf("%s: after a %s release of %s: %w", s.addr, st.name, s.key, err)
+		return false, fmt.Errorf("%s: after a %s release of %s: %w", s.shown, st.name, s.key, err)
 	}
 	notificationFirst = fd == s.sub.fd
 	if notificationFirst {
 		if err := s.awaitDel(); err != nil {
-			return false, fmt.Errorf("%s: after a %s release of %s: %w", s.addr, st.name, s.key, err)
+			return false, fmt.Errorf("%s: after a %s release of %s: %w", s.shown, st.name, s.key, err)
 		}
 	}
 	if err := s.readRelease(st, token); err != nil {
@@ -156,7 +156,7 @@ func (s *probeSession) release(ctx context.Context, st releaseStyle, token strin
 	}
 	if !notificationFirst {
 		if err := s.awaitDel(); err != nil {
-			return false, fmt.Errorf("%s: after a %s release of %s: %w", s.addr, st.name, s.key, err)
+			return false, fmt.Errorf("%s: after a %s release of %s: %w", s.shown, st.name, s.key, err)
 		}
 	}
 	return notificationFirst, nil

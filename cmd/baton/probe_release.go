@@ -79,7 +79,7 @@ func (s *probeSession) sendRelease(st releaseStyle, token string, eval bool) err
 		cmds = [][]string{{"PING"}, cmds[0]}
 	}
 	if err := s.rel.send(cmds...); err != nil {
-		return fmt.Errorf("%s: %s release: %w", s.addr, st.name, err)
+		return fmt.Errorf("%s: %s release: %w", s.shown, st.name, err)
 	}
 	return nil
 }
@@ -91,10 +91,10 @@ func (s *probeSession) readRelease(st releaseStyle, token string) error {
 	if st.ping {
 		v, err := s.rel.read(probeStepTimeout)
 		if err != nil {
-			return fmt.Errorf("%s: %s release: %w", s.addr, st.name, err)
+			return fmt.Errorf("%s: %s release: %w", s.shown, st.name, err)
 		}
 		if !isPong(v) {
-			return fmt.Errorf("%s: %s release: PING answered %s", s.addr, st.name, v)
+			return fmt.Errorf("%s: %s release: PING answered %s", s.shown, st.name, v)
 		}
 	}
 	v, err := s.rel.read(probeStepTimeout)
@@ -103,9 +103,9 @@ func (s *probeSession) readRelease(st releaseStyle, token string) error {
 	}
 	switch {
 	case err != nil:
-		return fmt.Errorf("%s: %s release: %w", s.addr, st.name, err)
+		return fmt.Errorf("%s: %s release: %w", s.shown, st.name, err)
 	case !st.released(v, token):
-		return fmt.Errorf("%s: %s release of %s answered %s: %w", s.addr, st.name, s.key, v, errNotReleased)
+		return fmt.Errorf("%s: %s release of %s answered %s: %w", s.shown, st.name, s.key, v, errNotReleased)
 	}
 	return nil
 }

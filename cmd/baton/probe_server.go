@@ -60,7 +60,7 @@ func (s *probeSession) learnServer(ctx context.Context) (serverFacts, error) {
 	case isServerError(err):
 		f.InfoError = serverMessage(err)
 	case err != nil:
-		return f, fmt.Errorf("%s: INFO server: %w", s.addr, err)
+		return f, fmt.Errorf("%s: INFO server: %w", s.shown, err)
 	default:
 		f.Name, f.Version = serverVersion(v.Str)
 	}
@@ -100,7 +100,7 @@ func (s *probeSession) configGet(ctx context.Context, name string) (*string, err
 		return nil, err
 	}
 	if err != nil {
-		return nil, fmt.Errorf("%s: CONFIG GET %s: %w", s.addr, name, err)
+		return nil, fmt.Errorf("%s: CONFIG GET %s: %w", s.shown, name, err)
 	}
 	// A two-element array in RESP2, a map of one pair in RESP3; empty
 	// when the server has no such setting.
@@ -159,11 +159,11 @@ func (s *probeSession) ensureEvents(ctx context.Context, f *serverFacts) error {
 			want := *ks.Setting + missing
 			_, err := s.do(ctx, "CONFIG", "SET", "notify-keyspace-events", want)
 			if err != nil && !isServerError(err) {
-				return fmt.Errorf("%s: CONFIG SET notify-keyspace-events: %w", s.addr, err)
+				return fmt.Errorf("%s: CONFIG SET notify-keyspace-events: %w", s.shown, err)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w: keyspace events are off (notify-keyspace-events %q) and CONFIG SET refused to add %q: %w",
-					s.addr, errCannotMeasure, *ks.Setting, missing, err)
+					s.shown, errCannotMeasure, *ks.Setting, missing, err)
 			}
 			ks.TurnedOn = want
 		}
@@ -177,10 +177,10 @@ func (s *probeSession) ensureEvents(ctx context.Context, f *serverFacts) error {
 		return nil
 	case !f.ConfigAvailable:
 		return fmt.Errorf("%s: %w: the server publishes no del keyspace events and refuses CONFIG (%s), so the probe cannot turn them on; set notify-keyspace-events to include %q on the server",
-			s.addr, errCannotMeasure, f.ConfigError, neededEvents)
+			s.shown, errCannotMeasure, f.ConfigError, neededEvents)
 	default:
 		return fmt.Errorf("%s: %w: notify-keyspace-events includes %q, yet a DEL of %s published nothing on %s",
-			s.addr, errCannotMeasure, neededEvents, s.key, s.channel)
+			s.shown, errCannotMeasure, neededEvents, s.key, s.channel)
 	}
 }
 
@@ -194,7 +194,7 @@ func (s *probeSession) checkEvents() (bool, error) {
 			err = v.Err()
 		}
 		if err != nil {
-			return false, fmt.Errorf("%s: %s %s: %w", s.addr, cmd[0], s.key, err)
+			return false, fmt.Errorf("%s: %s %s: %w", s.shown, cmd[0], s.key, err)
 		}
 	}
 	return s.syncWaiter()
@@ -210,14 +210,14 @@ func (s *probeSession) restoreEvents(ctx context.Context, ks *keyspaceFacts) err
 	ctx = context.WithoutCancel(ctx)
 	now, err := s.configGet(ctx, "notify-keyspace-events")
 	if err != nil {
-		return fmt.Errorf("%s: restoring notify-keyspace-events to %q: %w", s.addr, *ks.Setting, err)
+		return fmt.Errorf("%s: restoring notify-keyspace-events to %q: %w", s.shown, *ks.Setting, err)
 	}
 	if now == nil || !sameEvents(*now, ks.TurnedOn) {
 		ks.RestoreNote = "changed by someone else while the probe ran; left as it is"
 		return nil
 	}
 	if _, err := s.do(ctx, "CONFIG", "SET", "notify-keyspace-events", *ks.Setting); err != nil {
-		return fmt.Errorf("%s: restoring notify-keyspace-events to %q: %w", s.addr, *ks.Setting, err)
+		return fmt.Errorf("%s: restoring notify-keyspace-events to %q: %w", s.shown, *ks.Setting, err)
 	}
 	ks.Restored = true
 	return nil

@@ -51,7 +51,8 @@ const (
 // subscribed to the key's keyspace channel. It belongs to the probe's
 // goroutine.
 type probeSession struct {
-	addr    string
+	addr    string // to dial
+	shown   string // addr with its password hidden, for messages
 	key     string
 	channel string // __keyspace@<db>__:<key>
 
@@ -66,13 +67,13 @@ type probeSession struct {
 func dialProbe(ctx context.Context, addr string) (*probeSession, error) {
 	admin, err := conn.Dial(ctx, addr, conn.WithDialTimeout(probeStepTimeout))
 	if err != nil {
-		return nil, fmt.Errorf("%s: connecting: %w", addr, err)
+		return nil, fmt.Errorf("%s: connecting: %w", redactAddr(addr), err)
 	}
 	var suffix [16]byte
 	_, _ = rand.Read(suffix[:]) // crypto/rand.Read never fails
 	key := probeKeyPrefix + hex.EncodeToString(suffix[:])
 	return &probeSession{
-		addr: addr, key: key, admin: admin,
+		addr: addr, shown: redactAddr(addr), key: key, admin: admin,
 		channel: fmt.Sprintf("__keyspace@%d__:%s", admin.DB(), key),
 	}, nil
 }
@@ -84,10 +85,10 @@ func (s *probeSession) dialWires(ctx context.Context) error {
 	t := newWireTarget(s.addr, s.admin)
 	var err error
 	if s.rel, err = dialWire(t, "releaser"); err != nil {
-		return fmt.Errorf("%s: %w", s.addr, err)
+		return fmt.Errorf("%s: %w", s.shown, err)
 	}
 	if s.sub, err = dialWire(t, "waiter"); err != nil {
-		return fmt.Errorf("%s: %w", s.addr, err)
+		return fmt.Errorf("%s: %w", s.shown, err)
 	}
 	// Blocking reads do not watch ctx: ending it makes them fail at once.
 	s.stopAbort = context.AfterFunc(ctx, func() {
@@ -99,10 +100,10 @@ func (s *probeSession) dialWires(ctx context.Context) error {
 		err = v.Err()
 	}
 	if err != nil {
-		return fmt.Errorf("%s: subscribing to %s: %w", s.addr, s.channel, err)
+		return fmt.Errorf("%s: subscribing to %s: %w", s.shown, s.channel, err)
 	}
 	if s.order, err = newArrivalOrder(s.rel.fd, s.sub.fd); err != nil {
-		return fmt.Errorf("%s: watching the arrival order: %w", s.addr, err)
+		return fmt.Errorf("%s: watching the arrival order: %w", s.shown, err)
 	}
 	return nil
 }
@@ -120,15 +121,15 @@ var (
 // It reports whether a del event on the key's channel was among them.
 func (s *probeSession) syncWaiter() (sawDel bool, err error) {
 	if err := s.sub.send([]string{"PING"}); err != nil {
-		return false, fmt.Errorf("%s: %w", s.addr, err)
+		return false, fmt.Errorf("%s: %w", s.shown, err)
 	}
 	for {
 		v, err := s.sub.read(probeStepTimeout)
 		if err != nil {
-			return sawDel, fmt.Errorf("%s: waiting for the waiter's PING: %w", s.addr, err)
+			return sawDel, fmt.Errorf("%s: waiting for the waiter's PING: %w", s.shown, err)
 		}
 		if err := v.Err(); err != nil {
-			return sawDel, fmt.Errorf("%s: the waiter's PING: %w", s.addr, err)
+			return sawDel, fmt.Errorf("%s: the waiter's PING: %w", s.shown, err)
 		}
 		if isPong(v) {
 			return sawDel, nil
@@ -195,7 +196,7 @@ func (s *probeSession) close(ctx context.Context) error {
 	}
 	_, err := s.do(context.WithoutCancel(ctx), "DEL", s.key)
 	if err != nil {
-		err = fmt.Errorf("%s: deleting %s: %w", s.addr, s.key, err)
+		err = fmt.Errorf("%s: deleting %s: %w", s.shown, s.key, err)
 	}
 	_ = s.admin.Close()
 	return err
