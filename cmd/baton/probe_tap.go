@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/batonlock/baton/resp"
 )
 
 // tapRecording keeps the bytes of the wires' writes and reads while it is
@@ -34,24 +36,47 @@ func (r *tapRecording) add(side, dir string, p []byte) {
 	r.lines = append(r.lines, tapLine{Side: side, Dir: dir, Bytes: string(p)})
 }
 
-// writeTap prints one line per socket write or read: "-> " for a write,
-// "<- " for a read, the connection, and the bytes with CR, LF, backslash
-// and anything unprintable escaped, so that each write or read, however
-// many frames it holds, stays on one line: PING and the script on one
-// line is the one write that gives the waiter its head start.
+// writeTap prints one line per RESP frame: "-> " for a write, "<- " for
+// a read, the connection, which socket write or read the frame came in,
+// and its bytes with CR, LF, backslash and anything unprintable escaped.
+// PING and the script marked as frames 1/2 and 2/2 of one write are the
+// single write that gives the waiter its head start.
 func writeTap(w io.Writer, t *tapReport) {
 	order := "the reply reached the releaser first"
 	if t.NotificationFirst {
 		order = "the notification reached the waiter first"
 	}
 	fmt.Fprintf(w, "\none PING+EVAL release on the wire (%s):\n", order)
+	count := map[string]int{} // socket writes and reads so far, per side and direction
 	for _, l := range t.Lines {
 		arrow := "<- "
 		if l.Dir == "write" {
 			arrow = "-> "
 		}
-		fmt.Fprintf(w, "%s%-8s %s\n", arrow, l.Side, escapeRESP(l.Bytes))
+		count[l.Side+l.Dir]++
+		fs := splitFrames(l.Bytes)
+		for i, f := range fs {
+			fmt.Fprintf(w, "%s%-8s %s %d, frame %d/%d: %s\n", arrow, l.Side, l.Dir, count[l.Side+l.Dir], i+1, len(fs), escapeRESP(f))
+		}
 	}
+}
+
+// splitFrames cuts raw RESP bytes into whole frames, read with the
+// client's own reader; bytes that do not make a whole frame are the last
+// piece, as they are.
+func splitFrames(p string) []string {
+	src := strings.NewReader(p)
+	r := resp.NewReader(src)
+	var frames []string
+	for start := 0; start < len(p); {
+		if _, err := r.Read(); err != nil {
+			return append(frames, p[start:])
+		}
+		end := len(p) - src.Len() - r.Buffered()
+		frames = append(frames, p[start:end])
+		start = end
+	}
+	return frames
 }
 
 // escapeRESP makes raw RESP bytes readable on one line.

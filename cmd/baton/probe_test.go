@@ -201,8 +201,8 @@ func TestProbeCannotMeasure(t *testing.T) {
 }
 
 // TestProbeTap: --tap prints one PING+EVAL release as it went over the
-// wire: PING and the script in one write, then the reads, with CR and LF
-// escaped so that each write or read is one line.
+// wire, one frame a line with CR and LF escaped: PING and the script as
+// the two frames of one write, then the reads.
 func TestProbeTap(t *testing.T) {
 	srv := redistest.Start(t)
 	r := runBaton(t, probeTimeout, nil, "probe", "--addr", srv.Addr, "--rounds", "5", "--tap")
@@ -217,11 +217,13 @@ func TestProbeTap(t *testing.T) {
 			reads = append(reads, line)
 		}
 	}
-	require.Len(t, writes, 1, "the release is one write: %s", r.stdout)
-	require.Regexp(t, `^-> releaser +\*1\\r\\n\$4\\r\\nPING\\r\\n\*5\\r\\n\$7\\r\\nEVALSHA\\r\\n|^-> releaser +\*1\\r\\n\$4\\r\\nPING\\r\\n\*5\\r\\n\$4\\r\\nEVAL\\r\\n`, writes[0])
+	require.Len(t, writes, 2, "the release is one write of two frames: %s", r.stdout)
+	require.Equal(t, "-> releaser write 1, frame 1/2: *1\\r\\n$4\\r\\nPING\\r\\n\n", writes[0])
+	require.Regexp(t, `^-> releaser write 1, frame 2/2: \*5\\r\\n\$(7\\r\\nEVALSHA|4\\r\\nEVAL)\\r\\n.*\\r\\n\n$`, writes[1])
 	require.NotEmpty(t, reads)
 	joined := strings.Join(reads, "")
-	require.Contains(t, joined, `+PONG\r\n:1\r\n`)
+	require.Contains(t, joined, "<- releaser read 1, frame 1/2: +PONG\\r\\n\n")
+	require.Contains(t, joined, "<- releaser read 1, frame 2/2: :1\\r\\n\n")
 	require.Contains(t, joined, `message\r\n`)
 	require.Contains(t, joined, `\r\ndel\r\n`)
 }
