@@ -6,7 +6,7 @@ set -euo pipefail
 if command -v redis-server >/dev/null 2>&1; then
 	exit 0
 fi
-if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+if [ "$(id -u 2>/dev/null)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
 	echo "make test: redis-server is missing; installing Debian's redis-server package with apt-get"
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq
