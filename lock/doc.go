@@ -123,8 +123,8 @@
 //     one more than the last one handed out, and never less than the
 //     server's clock in microseconds since the epoch. So they keep
 //     increasing across a restart without persistence, a restart from an
-//     old snapshot, and a counter that expired (WithFenceRetention): this
-//     rests on the server's clock not going back. A clock set back by more
+//     old snapshot, and a counter that expired (an hour after the last
+//     acquisition): this rests on the server's clock not going back. A clock set back by more
 //     than the time since the last acquisition, while the counter is gone,
 //     can repeat tokens.
 //   - Nothing is left behind: every key has a TTL. The lock has its

@@ -6,7 +6,6 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockconf"
-	"github.com/batonlock/baton/subscriber"
 )
 
 // Option configures Open and New.
@@ -52,15 +51,6 @@ func WithAutoExtend() Option { return func(o *lockconf.Options) { o.AutoExtend =
 // shares one hash tag. Default: "baton:".
 func WithKeyPrefix(p string) Option { return func(o *lockconf.Options) { o.Prefix = p } }
 
-// WithFenceRetention sets how long a lock's fencing counter outlives the
-// lock's last acquisition. Tokens keep increasing after the counter is gone
-// (they never fall below the server's clock, in microseconds); the counter
-// guards them, while it lives, against the server's clock being set back.
-// Default: 1 hour; at least the TTL.
-func WithFenceRetention(d time.Duration) Option {
-	return func(o *lockconf.Options) { o.FenceRetention = d }
-}
-
 // WithEvictionAllowed lets Open proceed on a server whose maxmemory-policy
 // may evict keys. Such a server can evict a held lock to make room for
 // other data, and then a second owner acquires it while the first lease
@@ -69,15 +59,12 @@ func WithFenceRetention(d time.Duration) Option {
 func WithEvictionAllowed() Option { return func(o *lockconf.Options) { o.EvictionAllowed = true } }
 
 // WithConnOptions passes options to the connections Open makes: the command
-// connection and the subscriber's. Default: none. New ignores it.
+// connection and the subscriber's. Default: none. New ignores it: a caller
+// who needs the subscriber configured otherwise (say, with
+// subscriber.WithKeyspaceEventsConfigured where CONFIG is refused) makes
+// the connections and passes them to New.
 func WithConnOptions(opts ...conn.Option) Option {
 	return func(o *lockconf.Options) { o.ConnOptions = append(o.ConnOptions, opts...) }
-}
-
-// WithSubscriberOptions passes options to the subscriber Open makes.
-// Default: none. New ignores it.
-func WithSubscriberOptions(opts ...subscriber.Option) Option {
-	return func(o *lockconf.Options) { o.SubscriberOptions = append(o.SubscriberOptions, opts...) }
 }
 
 func buildOptions(opts []Option) (lockconf.Options, error) {

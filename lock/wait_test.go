@@ -14,6 +14,7 @@ import (
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/subscriber"
 )
 
 func TestWaiterGetsTheLockWhenTheHolderNeverReleases(t *testing.T) {
@@ -139,5 +140,47 @@ func TestWaitersSurviveTheLossOfTheSubscriber(t *testing.T) {
 		// The slowest path is a waiter that missed every event and
 		// retries when a holder's TTL runs out.
 		require.Less(t, at.Sub(released), 3*ttl)
+	}
+}
+
+// TestFastModeWhereConfigIsRefused: where CONFIG is refused, Open cannot
+// check the keyspace events and says so; a Locker made with New, on a
+// subscriber told the events are configured, waits on them as usual.
+func TestFastModeWhereConfigIsRefused(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithConfig(`notify-keyspace-events "Kgxe"`, `rename-command CONFIG ""`))
+	ctx := context.Background()
+	_, err := lock.Open(ctx, srv.Addr)
+	require.ErrorContains(t, err, "WithKeyspaceEventsConfigured")
+
+	newLocker := func() *lock.Locker {
+		c, err := conn.NewClient(srv.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		s, err := subscriber.New(ctx, srv.Addr, subscriber.WithKeyspaceEventsConfigured())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = s.Close() })
+		l, err := lock.New(c, s, lock.WithTTL(time.Minute))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	}
+	holder, waiter := newLocker(), newLocker()
+	held := mustLock(t, holder, "k")
+	got := make(chan *lock.Lease, 1)
+	go func() {
+		ls, err := waiter.Lock(ctx, "k")
+		if err == nil {
+			got <- ls
+		}
+		close(got)
+	}()
+	time.Sleep(50 * time.Millisecond) // the waiter waits on the lock's events
+	mustUnlock(t, held)
+	select {
+	case ls := <-got:
+		require.NotNil(t, ls, "the waiter's Lock failed")
+		mustUnlock(t, ls)
+	case <-time.After(10 * time.Second): // far below the minute's TTL: a release event woke it
+		t.Fatal("the waiter was not woken by the release")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/cmdstats"
 	"github.com/batonlock/baton/internal/latency"
+	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
 	"github.com/batonlock/baton/subscriber"
@@ -61,7 +62,7 @@ func benchmark(ctx context.Context, addr string, c benchConfig, notes io.Writer)
 
 	opts := []lock.Option{
 		lock.WithKeyPrefix(prefix),
-		lock.WithFenceRetention(benchLeftoverTTL),
+		lock.Option(lockconf.WithFenceRetention(benchLeftoverTTL)),
 		lock.WithConnOptions(conn.WithClientName(benchClientName)),
 	}
 	if c.mode == "fair" {

@@ -76,3 +76,18 @@ func WithQueueLease(d time.Duration) func(*Options) {
 func WithReleaseTimeout(d time.Duration) func(*Options) {
 	return func(o *Options) { o.ReleaseTimeout = d }
 }
+
+// WithFenceRetention sets how long a lock's fencing counter outlives the
+// lock's last acquisition. Tokens keep increasing after the counter is gone
+// (they never fall below the server's clock, in microseconds); the counter
+// guards them, while it lives, against the server's clock being set back.
+// Default: 1 hour; at least the TTL.
+func WithFenceRetention(d time.Duration) func(*Options) {
+	return func(o *Options) { o.FenceRetention = d }
+}
+
+// WithSubscriberOptions passes options to the subscriber lock.Open makes.
+// Default: none. lock.New ignores it.
+func WithSubscriberOptions(opts ...subscriber.Option) func(*Options) {
+	return func(o *Options) { o.SubscriberOptions = append(o.SubscriberOptions, opts...) }
+}
