@@ -122,11 +122,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (Info, error) {
 	if l.opts.Fair {
 		fair = "1"
 	}
-	// EVAL rather than EVALSHA: Open does not load this script, and a
-	// server without it would cost EVALSHA a second round trip. The
-	// source is short, and Inspect is no hot path.
-	v, _, err := inspectScript.call(ctx, l.client, true, false,
-		[]string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, []string{fair}, nil)
+	v, err := run(ctx, l.client, inspectScript, false, []string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, fair)
 	if err != nil {
 		return Info{}, fmt.Errorf("lock %q: inspect: %w", key, err)
 	}

@@ -210,7 +210,7 @@ func inspectReply(now, pttl int64, holder, fence, request string, queue ...strin
 // onInspectFake is a Locker whose inspections the fake answers with reply.
 func onInspectFake(t *testing.T, srv *redistest.Server, mode, reply string) *lock.Locker {
 	return onFake(t, srv, func(_ int32, cmd []string) string {
-		if cmd[0] == "EVAL" && cmd[2] == "5" && len(cmd) == 3+5+1 {
+		if (cmd[0] == "EVALSHA" || cmd[0] == "EVAL") && cmd[2] == "5" && len(cmd) == 3+5+1 {
 			return reply
 		}
 		return "-ERR not an inspection\r\n"

@@ -194,7 +194,7 @@ var pingCommand = []string{"PING"}
 // allScripts are loaded by Open, so that the first use of each is an
 // EVALSHA like every other.
 var allScripts = []script{acquireScript, withdrawScript, releaseScript, plainReleaseScript, extendScript, commitScript,
-	fairAcquireScript, fairReleaseScript, fairCommitScript}
+	fairAcquireScript, fairReleaseScript, fairCommitScript, inspectScript}
 
 // loadScripts sends SCRIPT LOAD for every script in one write. It is an
 // optimisation only: where SCRIPT is refused or forgotten (a restart, a
