@@ -13,6 +13,7 @@ import (
 	"github.com/batonlock/baton/internal/cmdstats"
 	"github.com/batonlock/baton/internal/latency"
 	"github.com/batonlock/baton/internal/lockconf"
+	"github.com/batonlock/baton/internal/runkeys"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
 	"github.com/batonlock/baton/subscriber"
@@ -50,7 +51,7 @@ type benchRun struct {
 // happens, the lock is closed (releasing every lease) and the run's keys
 // are deleted before it returns.
 func benchmark(ctx context.Context, addr string, c benchConfig, notes io.Writer) (res benchResult, err error) {
-	prefix, err := benchPrefix()
+	prefix, err := runkeys.NewPrefix(benchKeyBase)
 	if err != nil {
 		return res, err
 	}
@@ -77,7 +78,7 @@ func benchmark(ctx context.Context, addr string, c benchConfig, notes io.Writer)
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), benchCleanupTimeout)
 		defer cancel()
-		n, cerr := removeBenchKeys(cctx, admin, prefix)
+		n, cerr := runkeys.Remove(cctx, admin, prefix)
 		res.KeysRemoved = n
 		// After a failure, the server is often why the cleanup failed
 		// too: the first error says it, and every key expires within

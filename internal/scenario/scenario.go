@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonlock/baton/internal/runkeys"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
 )
@@ -93,19 +94,21 @@ type Result struct {
 type instance struct {
 	modify func(ctx context.Context, token string, fn func(*Counter)) (askedAt int, asked bool, err error)
 	get    func(ctx context.Context, token string) (Counter, error)
-	// keys are the keys to delete after the run, per token.
-	keys  func(token string) []string
-	close func()
+	// stateKey is where a token's state lives.
+	stateKey func(token string) string
+	close    func()
 }
 
 // Run runs the scenario once in configuration cfg.
 func Run(ctx context.Context, s Settings, cfg Config) (Result, error) {
 	s = s.withDefaults()
-	salt, err := randomToken()
+	prefix, err := runkeys.NewPrefix(s.Prefix)
 	if err != nil {
 		return Result{}, err
 	}
-	prefix := s.Prefix + salt[:8] + ":"
+	// Deferred first, so that it runs last: after both instances have
+	// let go of their locks.
+	defer removeKeys(s.Addr, prefix)
 	const token, costToken = "session", "cost"
 	a, err := open(ctx, s.Addr, prefix, cfg)
 	if err != nil {
@@ -117,11 +120,10 @@ func Run(ctx context.Context, s Settings, cfg Config) (Result, error) {
 		return Result{}, fmt.Errorf("instance B: %w", err)
 	}
 	defer b.close()
-	defer deleteKeys(s.Addr, append(a.keys(token), a.keys(costToken)...))
 
 	var order *serverOrder
 	if s.Counting == ServerOrder && !cfg.Naive {
-		order, err = watchServerOrder(ctx, s.Addr, a.keys(token)[0], prefix+"{"+token+"}:wanted")
+		order, err = watchServerOrder(ctx, s.Addr, a.stateKey(token), prefix+"{"+token+"}:wanted")
 		if err != nil {
 			return Result{}, fmt.Errorf("watching the server's order: %w", err)
 		}
@@ -234,8 +236,8 @@ func open(ctx context.Context, addr, prefix string, cfg Config) (*instance, erro
 		modify: func(ctx context.Context, token string, fn func(*Counter)) (int, bool, error) {
 			return 0, false, m.Modify(ctx, token, func(c *Counter) error { fn(c); return nil })
 		},
-		get:  m.Get,
-		keys: func(token string) []string { return append([]string{m.Key(token)}, lockKeys(prefix, token)...) },
+		get:      m.Get,
+		stateKey: m.Key,
 		close: func() {
 			_ = m.Close()
 			_ = l.Close()
@@ -249,9 +251,9 @@ func openNaiveInstance(ctx context.Context, addr, prefix string, ping bool) (*in
 		return nil, err
 	}
 	return &instance{
-		modify: n.modify,
-		get:    n.get,
-		keys:   func(token string) []string { return []string{n.stateKey(token), n.lockKey(token)} },
-		close:  n.close,
+		modify:   n.modify,
+		get:      n.get,
+		stateKey: n.stateKey,
+		close:    n.close,
 	}, nil
 }
