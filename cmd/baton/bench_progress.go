@@ -3,24 +3,20 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"sync"
 	"time"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 )
 
 // benchProgressEvery is how often the progress line is redrawn.
 const benchProgressEvery = 200 * time.Millisecond
 
-// startBenchProgress draws the run's progress on w, when w is a terminal:
-// a bar over the duration and the operations so far. A file or a pipe
-// gets nothing, so that a log holds no redraws. The returned stop erases
-// the bar and waits for the goroutine that draws it.
+// startBenchProgress draws the run's progress on w, when w is a terminal
+// (isTerminal): a bar over the duration and the operations so far. The
+// returned stop erases the bar and waits for the goroutine that draws it.
 func startBenchProgress(w io.Writer, d time.Duration, ops func() int64) (stop func()) {
-	f, ok := w.(*os.File)
-	if !ok || !term.IsTerminal(int(f.Fd())) {
+	if !isTerminal(w) {
 		return func() {}
 	}
 	bar := progressbar.NewOptions64(d.Milliseconds(),

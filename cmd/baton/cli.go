@@ -5,7 +5,10 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
+
+	"golang.org/x/term"
 )
 
 // usageError is a mistake on the command line: run prints it as one line
@@ -71,4 +74,12 @@ const addrFlagHelp = "the server: host:port, redis://[user:pass@]host:port[/db],
 // error can carry newlines.
 func oneLine(err error) string {
 	return strings.Join(strings.Fields(strings.ReplaceAll(err.Error(), "\n", " ")), " ")
+}
+
+// isTerminal reports whether w is a terminal, where a progress bar may
+// redraw itself; a file or a pipe gets none, so that a log holds no
+// redraws.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

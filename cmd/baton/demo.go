@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 
 	"github.com/schollz/progressbar/v3"
-	"golang.org/x/term"
 
 	"github.com/batonlock/baton/internal/scenario"
 )
@@ -25,6 +23,9 @@ Without --addr the demo starts a throwaway redis-server from PATH, else a
 container from a local image when Docker answers (BATON_REDIS_IMAGE names
 it; nothing is pulled), else a server embedded in the process, where only
 the fair rows can run. Keys it writes are deleted afterwards.`
+
+// demoIterations is how many modifications A makes: the scenario's 1000.
+const demoIterations = 1000
 
 // demoReport is the demo's result, as --json prints it.
 type demoReport struct {
@@ -90,8 +91,8 @@ func runDemo(ctx context.Context, args []string, out outputs) error {
 		report.SkipReason = "this server publishes no keyspace notifications, which their waiters listen to"
 	}
 
-	settings := scenario.Settings{Addr: t.addr, Counting: counting, Prefix: "baton:demo:"}
-	report.Iterations = settings.Steps() - 100 // Steps counts the 100 cost samples too
+	settings := scenario.Settings{Addr: t.addr, Counting: counting, Prefix: "baton:demo:", Iterations: demoIterations}
+	report.Iterations = demoIterations
 	bar := newProgress(len(configs)**runs*settings.Steps(), out)
 	settings.Progress = func() { _ = bar.Add(1) }
 	for _, cfg := range configs {
@@ -120,16 +121,11 @@ func runDemo(ctx context.Context, args []string, out outputs) error {
 	return nil
 }
 
-// newProgress draws a bar on stderr when it is a terminal; elsewhere (a
-// log, a pipe) it draws nothing, rather than fill the log with redraws.
+// newProgress draws a bar on stderr when it is a terminal.
 func newProgress(total int, out outputs) *progressbar.ProgressBar {
-	visible := false
-	if f, ok := out.stderr.(*os.File); ok {
-		visible = term.IsTerminal(int(f.Fd()))
-	}
 	return progressbar.NewOptions(total,
 		progressbar.OptionSetWriter(out.stderr),
-		progressbar.OptionSetVisibility(visible),
+		progressbar.OptionSetVisibility(isTerminal(out.stderr)),
 		progressbar.OptionSetWidth(30),
 		progressbar.OptionShowCount(),
 		progressbar.OptionClearOnFinish(),

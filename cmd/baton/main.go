@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/signal"
-	"sort"
+	"slices"
+	"strings"
 	"syscall"
 )
 
@@ -58,7 +60,7 @@ func run(ctx context.Context, args []string, out outputs) int {
 	name := args[0]
 	cmd, ok := commands[name]
 	if !ok {
-		fmt.Fprintf(out.stderr, "baton: unknown command %q (commands: %s; see baton --help)\n", name, commandNames())
+		fmt.Fprintf(out.stderr, "baton: unknown command %q (commands: %s; see baton --help)\n", name, strings.Join(commandNames(), ", "))
 		return exitUsage
 	}
 	err := cmd.run(ctx, args[1:], out)
@@ -84,31 +86,15 @@ func isHelp(arg string) bool {
 	return arg == "-h" || arg == "-help" || arg == "--help" || arg == "help"
 }
 
-func commandNames() string {
-	names := make([]string, 0, len(commands))
-	for name := range commands {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	s := ""
-	for i, n := range names {
-		if i > 0 {
-			s += ", "
-		}
-		s += n
-	}
-	return s
+// commandNames are the commands' names, sorted.
+func commandNames() []string {
+	return slices.Sorted(maps.Keys(commands))
 }
 
 func printUsage(w io.Writer) {
 	fmt.Fprintln(w, "baton: a fast, fair and safe Redis lock, and the tools to see it work.")
 	fmt.Fprintln(w, "\nUsage: baton <command> [flags]\n\nCommands:")
-	names := make([]string, 0, len(commands))
-	for name := range commands {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, n := range names {
+	for _, n := range commandNames() {
 		fmt.Fprintf(w, "  %-8s %s\n", n, commands[n].summary)
 	}
 	fmt.Fprintln(w, "\nRun baton <command> --help for its flags.")
