@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/keyevents"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -30,7 +30,7 @@ func ensureKeyspaceEvents(ctx context.Context, c *conn.Conn) error {
 	if err != nil {
 		return err
 	}
-	missing := missingEvents(current)
+	missing := keyevents.Missing(current, requiredEvents)
 	if missing == "" {
 		return nil
 	}
@@ -56,17 +56,4 @@ func configValue(v resp.Value) (string, error) {
 		return "", fmt.Errorf("subscriber: unexpected CONFIG GET reply %s", v)
 	}
 	return v.Elems[1].Str, nil
-}
-
-// missingEvents returns the required flags that current lacks. "A" stands
-// for all the event classes, g, x and e among them.
-func missingEvents(current string) string {
-	var missing strings.Builder
-	for _, flag := range requiredEvents {
-		covered := strings.ContainsRune(current, flag) || (flag != 'K' && strings.ContainsRune(current, 'A'))
-		if !covered {
-			missing.WriteRune(flag)
-		}
-	}
-	return missing.String()
 }

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/batonlock/baton/internal/keyevents"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -132,18 +133,6 @@ func serverVersion(info string) (name, version string) {
 	return name, version
 }
 
-// missingEvents returns the flags of neededEvents that setting lacks.
-func missingEvents(setting string) string {
-	missing := ""
-	if !strings.ContainsRune(setting, 'K') {
-		missing += "K"
-	}
-	if !strings.ContainsRune(setting, 'g') && !strings.ContainsRune(setting, 'A') {
-		missing += "g"
-	}
-	return missing
-}
-
 // errCannotMeasure is matched when the server does not publish the del
 // events and the probe cannot make it.
 var errCannotMeasure = errors.New("cannot measure")
@@ -155,7 +144,7 @@ var errCannotMeasure = errors.New("cannot measure")
 func (s *probeSession) ensureEvents(ctx context.Context, f *serverFacts) error {
 	ks := &f.KeyspaceEvents
 	if ks.Setting != nil {
-		if missing := missingEvents(*ks.Setting); missing != "" {
+		if missing := keyevents.Missing(*ks.Setting, neededEvents); missing != "" {
 			want := *ks.Setting + missing
 			_, err := s.do(ctx, "CONFIG", "SET", "notify-keyspace-events", want)
 			if err != nil && !isServerError(err) {

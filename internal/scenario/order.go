@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/keyevents"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -45,10 +46,11 @@ func PrepareCounting(ctx context.Context, addr string) (counting Counting, resto
 		return FromCall, restore, nil
 	}
 	flags := v.Elems[1].Str
-	if strings.Contains(flags, "K") && (strings.ContainsAny(flags, "$A")) {
+	missing := keyevents.Missing(flags, "K$")
+	if missing == "" {
 		return ServerOrder, restore, nil
 	}
-	if _, err := c.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", flags+"K$"); err != nil {
+	if _, err := c.Do(ctx, "CONFIG", "SET", "notify-keyspace-events", flags+missing); err != nil {
 		return FromCall, restore, nil
 	}
 	restore = func() {
