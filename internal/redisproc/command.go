@@ -19,9 +19,16 @@ const doTimeout = 10 * time.Second
 // Do is for setting up and inspecting a server (INFO, CONFIG GET, CLIENT
 // KILL), deliberately apart from any client code under test.
 func (s *Server) Do(args ...string) (resp.Value, error) {
-	replies, err := exchange(s.Addr, s.password, doTimeout, args)
+	return Do(s.Addr, s.password, args...)
+}
+
+// Do is Server.Do for any server at addr (host:port), one this package did
+// not start included: a container, say. pass, unless "", is sent with AUTH
+// first.
+func Do(addr, pass string, args ...string) (resp.Value, error) {
+	replies, err := exchange(addr, pass, doTimeout, args)
 	if err != nil {
-		return resp.Value{}, fmt.Errorf("redisproc: %q to %s: %w", args, s.Addr, err)
+		return resp.Value{}, fmt.Errorf("redisproc: %q to %s: %w", args, addr, err)
 	}
 	return replies[0], nil
 }

@@ -40,9 +40,9 @@ func (s *Server) writeConf() error {
 	}
 	if s.tls != nil {
 		line("tls-port %d", s.tlsPort)
-		line("tls-cert-file %s", quoteConf(s.tls.cert))
-		line("tls-key-file %s", quoteConf(s.tls.key))
-		line("tls-ca-cert-file %s", quoteConf(s.tls.caCert))
+		line("tls-cert-file %s", quoteConf(s.tls.Cert))
+		line("tls-key-file %s", quoteConf(s.tls.Key))
+		line("tls-ca-cert-file %s", quoteConf(s.tls.CACert))
 		line("tls-auth-clients no")
 	}
 	return os.WriteFile(s.confPath, []byte(b.String()), 0o600)

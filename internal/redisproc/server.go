@@ -49,7 +49,7 @@ type Server struct {
 	lines    []string    // from WithConfig
 	password string      // from a requirepass line, for Do
 	cluster  bool        // from WithCluster
-	tls      *tlsFiles   // nil without WithTLS
+	tls      *TLSFiles   // nil without WithTLS
 	tlsConf  *tls.Config // trusts the throwaway CA; nil without WithTLS
 	port     int
 	tlsPort  int
@@ -109,7 +109,7 @@ func start(bin, dir string, c config) (*Server, error) {
 		}
 	}
 	if c.tls {
-		files, conf, err := writeTLSFiles(dir)
+		files, conf, err := WriteTLSFiles(dir)
 		if err != nil {
 			return nil, fmt.Errorf("making TLS certificates: %w", err)
 		}

@@ -14,16 +14,21 @@ import (
 	"time"
 )
 
-// tlsFiles are the PEM files redis-server reads for its TLS port.
-type tlsFiles struct {
-	caCert, cert, key string
+// TLSFiles are the paths of the PEM files redis-server reads for its TLS
+// port: tls-ca-cert-file, tls-cert-file and tls-key-file.
+type TLSFiles struct {
+	CACert, Cert, Key string
 }
 
-// writeTLSFiles makes a throwaway CA and a server certificate it signs,
-// writes them to dir for redis-server, and returns the files and a client
-// configuration that trusts the CA. A fresh CA per server means that no
-// client can come to depend on a certificate made for another server.
-func writeTLSFiles(dir string) (tlsFiles, *tls.Config, error) {
+// WriteTLSFiles makes a throwaway CA and a server certificate it signs, for
+// 127.0.0.1 and localhost, writes them to dir as ca.crt, server.crt and
+// server.key, readable by everyone (a server in a container may run as
+// another user; the key protects nothing beyond one test), and returns
+// their paths and a client configuration that trusts the CA. WithTLS uses
+// it; a server started some other way, in a container say, can too. A
+// fresh CA per server means that no client can come to depend on a
+// certificate made for another server.
+func WriteTLSFiles(dir string) (TLSFiles, *tls.Config, error) {
 	// The window starts in the past so that a clock slightly behind the
 	// one that signed does not reject the certificates as not yet valid.
 	notBefore := time.Now().Add(-time.Hour)
@@ -31,7 +36,7 @@ func writeTLSFiles(dir string) (tlsFiles, *tls.Config, error) {
 
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tlsFiles{}, nil, err
+		return TLSFiles{}, nil, err
 	}
 	// SerialNumber is left nil: CreateCertificate then picks a random one.
 	caTemplate := &x509.Certificate{
@@ -44,16 +49,16 @@ func writeTLSFiles(dir string) (tlsFiles, *tls.Config, error) {
 	}
 	caDER, err := x509.CreateCertificate(rand.Reader, caTemplate, caTemplate, &caKey.PublicKey, caKey)
 	if err != nil {
-		return tlsFiles{}, nil, err
+		return TLSFiles{}, nil, err
 	}
 	ca, err := x509.ParseCertificate(caDER)
 	if err != nil {
-		return tlsFiles{}, nil, err
+		return TLSFiles{}, nil, err
 	}
 
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
-		return tlsFiles{}, nil, err
+		return TLSFiles{}, nil, err
 	}
 	template := &x509.Certificate{
 		Subject:     pkix.Name{CommonName: "localhost"},
@@ -68,26 +73,26 @@ func writeTLSFiles(dir string) (tlsFiles, *tls.Config, error) {
 	}
 	der, err := x509.CreateCertificate(rand.Reader, template, ca, &key.PublicKey, caKey)
 	if err != nil {
-		return tlsFiles{}, nil, err
+		return TLSFiles{}, nil, err
 	}
 	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
 	if err != nil {
-		return tlsFiles{}, nil, err
+		return TLSFiles{}, nil, err
 	}
 
-	files := tlsFiles{
-		caCert: filepath.Join(dir, "ca.crt"),
-		cert:   filepath.Join(dir, "server.crt"),
-		key:    filepath.Join(dir, "server.key"),
+	files := TLSFiles{
+		CACert: filepath.Join(dir, "ca.crt"),
+		Cert:   filepath.Join(dir, "server.crt"),
+		Key:    filepath.Join(dir, "server.key"),
 	}
-	if err := writePEM(files.caCert, "CERTIFICATE", caDER); err != nil {
-		return tlsFiles{}, nil, err
+	if err := writePEM(files.CACert, "CERTIFICATE", caDER); err != nil {
+		return TLSFiles{}, nil, err
 	}
-	if err := writePEM(files.cert, "CERTIFICATE", der); err != nil {
-		return tlsFiles{}, nil, err
+	if err := writePEM(files.Cert, "CERTIFICATE", der); err != nil {
+		return TLSFiles{}, nil, err
 	}
-	if err := writePEM(files.key, "PRIVATE KEY", keyDER); err != nil {
-		return tlsFiles{}, nil, err
+	if err := writePEM(files.Key, "PRIVATE KEY", keyDER); err != nil {
+		return TLSFiles{}, nil, err
 	}
 
 	pool := x509.NewCertPool()
@@ -97,5 +102,5 @@ func writeTLSFiles(dir string) (tlsFiles, *tls.Config, error) {
 
 func writePEM(path, blockType string, der []byte) error {
 	data := pem.EncodeToMemory(&pem.Block{Type: blockType, Bytes: der})
-	return os.WriteFile(path, data, 0o600)
+	return os.WriteFile(path, data, 0o644)
 }
