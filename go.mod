@@ -5,6 +5,7 @@ go 1.26
 require (
 	github.com/HdrHistogram/hdrhistogram-go v1.4.0
 	github.com/alicebob/miniredis/v2 v2.40.0
+	github.com/anishathalye/porcupine v1.3.1
 	github.com/ory/dockertest/v3 v3.12.0
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/stretchr/testify v1.12.1

@@ -1,0 +1,62 @@
+package integration_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// contention runs a workload of m on instances instances against addr,
+// in this process, while inject injects faults on the test's goroutine,
+// recording them to rec; then it stops the workload, reads the counts and
+// checks the whole history. It fails the test on any problem the checks
+// find, and returns the verdict for the figures.
+func contention(t *testing.T, addr string, m mix, instances int, inject func(rec *recorder)) verdict {
+	t.Helper()
+	dir := t.TempDir()
+	rec, err := newRecorder(dir, "test")
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	var running []*instance
+	for range instances {
+		in, err := openInstance(ctx, addr, m)
+		require.NoError(t, err)
+		running = append(running, in)
+	}
+	var wg sync.WaitGroup
+	for _, in := range running {
+		wg.Go(func() { in.run(ctx, m, rec) })
+	}
+	inject(rec)
+	stop()
+	wg.Wait()
+	for _, in := range running {
+		require.NoError(t, in.close())
+	}
+	readCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	require.NoError(t, readCounts(readCtx, addr, m, rec))
+	require.NoError(t, rec.close())
+	events, err := readHistory(dir)
+	require.NoError(t, err)
+	p := parse(events)
+	v := check(p)
+	t.Logf("%s: %v", m, v)
+	require.Empty(t, v.problems)
+	return v
+}
+
+// okAfter counts the Modify calls that succeeded, called after at.
+func okAfter(p parsed, at int64) int {
+	n := 0
+	for _, m := range p.modifies {
+		if m.outcome == outcomeOK && m.call > at {
+			n++
+		}
+	}
+	return n
+}

@@ -1,0 +1,215 @@
+package integration_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+)
+
+// An event is one line of a history log. Every process (the test's own,
+// and each worker) appends its events to a file of its own as they
+// happen, one write each, so that a process killed mid-operation leaves
+// every event it got to. Times are wall-clock nanoseconds, shared by all
+// the processes of one machine: the check assumes the clock is not
+// stepped during a run.
+type event struct {
+	Kind  string `json:"k"`           // one of the kind* constants
+	Op    string `json:"op"`          // the operation's ID, unique in the run
+	Token string `json:"t,omitempty"` // the lock and state the operation is about
+	Time  int64  `json:"at"`
+	// Old is the count fn saw (kindSeen), or the count read (kindRead).
+	Old int `json:"old,omitempty"`
+	// Outcome ends a modify (kindDone): one of the outcome* constants.
+	Outcome string `json:"out,omitempty"`
+	// Fence is the fencing token of a lease (kindLeased).
+	Fence uint64 `json:"fence,omitempty"`
+	// Fault names a fault (kindFault).
+	Fault string `json:"fault,omitempty"`
+}
+
+const (
+	kindCall       = "call"        // a Modify or Lock is called
+	kindSeen       = "seen"        // Modify's fn got Old (the last one counts)
+	kindDone       = "done"        // a Modify returned
+	kindLeased     = "leased"      // a Lock returned a lease with Fence
+	kindReleased   = "released"    // its Unlock, called at Time, succeeded
+	kindRead       = "read"        // a final read returned Old
+	kindResetStart = "reset-start" // the server is about to lose its data
+	kindResetEnd   = "reset-end"   // the server answers again, empty
+	kindFault      = "fault"       // a fault of kind Fault was injected
+
+	outcomeOK        = "ok"        // the write-back landed
+	outcomeUncertain = "uncertain" // conn.UncertainError: it may have landed
+	outcomeFailed    = "failed"    // any other error: nothing was written
+)
+
+// recorder appends events to one log file.
+type recorder struct {
+	mu   sync.Mutex // serializes writes, so that lines do not interleave
+	f    *os.File
+	err  error // the first write error; guarded by mu
+	name string
+	seq  int // guarded by mu
+}
+
+// newRecorder creates dir/name.log; name also prefixes its operation IDs.
+func newRecorder(dir, name string) (*recorder, error) {
+	f, err := os.OpenFile(filepath.Join(dir, name+".log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return &recorder{f: f, name: name}, nil
+}
+
+// newOp returns a fresh operation ID.
+func (r *recorder) newOp() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seq++
+	return fmt.Sprintf("%s/%d", r.name, r.seq)
+}
+
+// add stamps e with the time, unless it has one, and appends it.
+func (r *recorder) add(e event) {
+	if e.Time == 0 {
+		e.Time = time.Now().UnixNano()
+	}
+	line, err := json.Marshal(e)
+	if err != nil {
+		panic(err) // an event always marshals
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, err := r.f.Write(append(line, '\n')); err != nil && r.err == nil {
+		r.err = err
+	}
+}
+
+// close closes the file and returns the first error of any write.
+func (r *recorder) close() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.f.Close(); err != nil && r.err == nil {
+		r.err = err
+	}
+	if r.err != nil {
+		return fmt.Errorf("history %s: %w", r.name, r.err)
+	}
+	return nil
+}
+
+// readHistory reads every *.log of dir. A last line cut short by a kill
+// is dropped: its event did not finish being recorded.
+func readHistory(dir string) ([]event, error) {
+	paths, err := filepath.Glob(filepath.Join(dir, "*.log"))
+	if err != nil {
+		return nil, err
+	}
+	var events []event
+	for _, p := range paths {
+		f, err := os.Open(p)
+		if err != nil {
+			return nil, err
+		}
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			var e event
+			if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+				continue
+			}
+			events = append(events, e)
+		}
+		err = sc.Err()
+		f.Close()
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.SliceStable(events, func(i, j int) bool { return events[i].Time < events[j].Time })
+	return events, nil
+}
+
+// modifyOp is one Modify, as its events tell it.
+type modifyOp struct {
+	id, token string
+	call, ret int64 // ret is math.MaxInt64 while the outcome is unknown
+	old       int
+	seen      bool
+	outcome   string
+}
+
+// leaseOp is one Lock that returned a lease.
+type leaseOp struct {
+	token     string
+	call, ret int64
+	fence     uint64
+	// unlock is when the Unlock that succeeded was called; 0 when it
+	// failed or never came. The lock was this lease's from ret to unlock.
+	unlock int64
+}
+
+// reset is a window in which the server lost its data.
+type reset struct{ start, end int64 }
+
+// parsed is a history sorted out into operations.
+type parsed struct {
+	modifies []*modifyOp
+	leases   []leaseOp
+	reads    []modifyOp // final reads: old is the count read
+	resets   []reset
+	faults   map[string]int
+}
+
+// parse sorts events into operations. A Modify whose process died before
+// it returned (no kindDone) is uncertain if its fn ran, and dropped if not:
+// without fn nothing could be written.
+func parse(events []event) parsed {
+	p := parsed{faults: map[string]int{}}
+	byID := map[string]*modifyOp{}
+	calls := map[string]int64{}
+	leases := map[string]int{} // operation ID -> index in p.leases
+	var resetStart int64
+	for _, e := range events {
+		switch e.Kind {
+		case kindCall:
+			calls[e.Op] = e.Time
+		case kindSeen:
+			op := byID[e.Op]
+			if op == nil {
+				op = &modifyOp{id: e.Op, token: e.Token, call: calls[e.Op], ret: math.MaxInt64, outcome: outcomeUncertain}
+				byID[e.Op] = op
+				p.modifies = append(p.modifies, op)
+			}
+			op.old, op.seen = e.Old, true
+		case kindDone:
+			if op := byID[e.Op]; op != nil {
+				op.outcome = e.Outcome
+				if e.Outcome != outcomeUncertain {
+					op.ret = e.Time
+				}
+			}
+		case kindLeased:
+			leases[e.Op] = len(p.leases)
+			p.leases = append(p.leases, leaseOp{token: e.Token, call: calls[e.Op], ret: e.Time, fence: e.Fence})
+		case kindReleased:
+			if i, ok := leases[e.Op]; ok {
+				p.leases[i].unlock = e.Time
+			}
+		case kindRead:
+			p.reads = append(p.reads, modifyOp{id: e.Op, token: e.Token, call: calls[e.Op], ret: e.Time, old: e.Old})
+		case kindResetStart:
+			resetStart = e.Time
+		case kindResetEnd:
+			p.resets = append(p.resets, reset{resetStart, e.Time})
+		case kindFault:
+			p.faults[e.Fault]++
+		}
+	}
+	return p
+}
