@@ -17,7 +17,9 @@ func TestTheCheckerCatchesWhatItMust(t *testing.T) {
 	unsure := func(token string, call int64, old int) *modifyOp {
 		return &modifyOp{token: token, call: call, ret: math.MaxInt64, old: old, seen: true, outcome: outcomeUncertain}
 	}
-	read := func(token string, at int64, n int) modifyOp { return modifyOp{token: token, call: at, ret: at + 1, old: n} }
+	read := func(token string, at int64, n int) modifyOp {
+		return modifyOp{token: token, call: at, ret: at + 1, old: n}
+	}
 	lease := func(call, ret int64, fence uint64, unlock int64) leaseOp {
 		return leaseOp{token: "a", call: call, ret: ret, fence: fence, unlock: unlock}
 	}

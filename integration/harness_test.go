@@ -2,11 +2,14 @@ package integration_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/lock"
 )
 
 // contention runs a workload of m on instances instances against addr,
@@ -14,8 +17,9 @@ import (
 // recording them to rec; then it stops the workload, reads the counts and
 // checks the whole history. It fails the test on any problem the checks
 // find, and returns the verdict for the figures.
-func contention(t *testing.T, addr string, m mix, instances int, inject func(rec *recorder)) verdict {
+func contention(t *testing.T, addr string, m mix, instances int, inject func(rec *recorder), opts ...lock.Option) verdict {
 	t.Helper()
+	m.run = strconv.FormatInt(time.Now().UnixNano(), 36) + "-"
 	dir := t.TempDir()
 	rec, err := newRecorder(dir, "test")
 	require.NoError(t, err)
@@ -23,7 +27,7 @@ func contention(t *testing.T, addr string, m mix, instances int, inject func(rec
 	defer stop()
 	var running []*instance
 	for range instances {
-		in, err := openInstance(ctx, addr, m)
+		in, err := openInstance(ctx, addr, m, opts...)
 		require.NoError(t, err)
 		running = append(running, in)
 	}
@@ -39,7 +43,7 @@ func contention(t *testing.T, addr string, m mix, instances int, inject func(rec
 	}
 	readCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, readCounts(readCtx, addr, m, rec))
+	require.NoError(t, readCounts(readCtx, addr, m, rec, opts...))
 	require.NoError(t, rec.close())
 	events, err := readHistory(dir)
 	require.NoError(t, err)
@@ -59,4 +63,9 @@ func okAfter(p parsed, at int64) int {
 		}
 	}
 	return n
+}
+
+// idle returns an inject that injects nothing for d.
+func idle(d time.Duration) func(*recorder) {
+	return func(*recorder) { time.Sleep(d) }
 }

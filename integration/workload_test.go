@@ -27,6 +27,7 @@ type mix struct {
 	goroutines int           // per instance
 	opTimeout  time.Duration // bounds every call
 	lockShare  float64       // of operations that are Lock+Unlock, not Modify
+	run        string        // names this run's tokens apart from earlier runs' on the server
 }
 
 // defaultMix is the soak's shape, which the fault tests share.
@@ -43,7 +44,7 @@ func (m mix) String() string {
 	return s
 }
 
-func (m mix) token(i int) string { return fmt.Sprintf("t%02d", i) }
+func (m mix) token(i int) string { return fmt.Sprintf("%st%02d", m.run, i) }
 
 func (m mix) lockOptions() []lock.Option {
 	opts := []lock.Option{lock.WithTTL(m.ttl)}
@@ -140,8 +141,8 @@ func outcome(err error) string {
 
 // readCounts records a final read of every token's count, through a
 // Manager of its own.
-func readCounts(ctx context.Context, addr string, m mix, rec *recorder) error {
-	in, err := openInstance(ctx, addr, mix{ttl: m.ttl, fair: m.fair})
+func readCounts(ctx context.Context, addr string, m mix, rec *recorder, opts ...lock.Option) error {
+	in, err := openInstance(ctx, addr, mix{ttl: m.ttl, fair: m.fair, run: m.run}, opts...)
 	if err != nil {
 		return err
 	}
