@@ -9,7 +9,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/internal/redisproc"
 	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/resp"
 )
 
 // contention runs a workload of m on instances instances against addr,
@@ -68,4 +70,11 @@ func okAfter(p parsed, at int64) int {
 // idle returns an inject that injects nothing for d.
 func idle(d time.Duration) func(*recorder) {
 	return func(*recorder) { time.Sleep(d) }
+}
+
+// doAt sends one command to the server at addr as the default user, from
+// any goroutine (server.Do fails the test, which only the test's own
+// goroutine may).
+func doAt(addr string, args ...string) (resp.Value, error) {
+	return redisproc.Do(addr, "", args...)
 }
