@@ -37,3 +37,19 @@ func (p *Proxy) Blackhole(on bool) {
 func (p *Proxy) Refuse(on bool) {
 	p.refuse.Store(on)
 }
+
+// Sever makes every open connection half-open for good, as when the
+// server's host vanishes or a middlebox forgets the connection: from now
+// on the bytes of both sides are read and dropped, and the proxy keeps
+// both sockets open, so that neither peer is told; only Reset or Close
+// ends them. It returns how many it severed. New connections are
+// forwarded as usual, as they would reach a server that took the old
+// one's place.
+func (p *Proxy) Sever() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for l := range p.conns {
+		l.severed.Store(true)
+	}
+	return len(p.conns)
+}

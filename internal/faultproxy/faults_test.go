@@ -164,3 +164,24 @@ func TestFaultsAfterClose(t *testing.T) {
 	require.True(t, strings.HasPrefix(p.Addr(), "127.0.0.1:"))
 	require.NoError(t, p.Close())
 }
+
+func TestSever(t *testing.T) {
+	p := start(t)
+	severed := dial(t, p)
+	roundTrip(t, severed, "before")
+	require.Equal(t, 1, p.Sever())
+
+	_, err := io.WriteString(severed, "lost\n")
+	require.NoError(t, err)
+	require.NoError(t, severed.SetReadDeadline(time.Now().Add(200*time.Millisecond)))
+	_, err = severed.Read(make([]byte, 1))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded, "no reply, and no close either")
+
+	fresh := dial(t, p)
+	roundTrip(t, fresh, "a new connection is forwarded")
+	require.Equal(t, 2, p.Conns(), "the severed connection stays open")
+
+	// Only Reset ends it.
+	require.Equal(t, 2, p.Reset())
+	requireDropped(t, severed)
+}

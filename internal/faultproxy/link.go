@@ -28,6 +28,12 @@ type link struct {
 	done           chan struct{} // closed by close, to free copiers waiting on a queue or a delay
 	once           sync.Once     // makes close happen once, whichever of end, Reset or Close comes first
 	open           atomic.Int32  // directions not yet at end of stream; the last one ends the link
+	severed        atomic.Bool   // set by Sever: every byte is dropped from then on, for good
+}
+
+// dropping reports whether bytes of this link are to be dropped now.
+func (l *link) dropping() bool {
+	return l.severed.Load() || l.p.blackhole.Load()
 }
 
 // chunk is a run of bytes read from one side and the time it may be
@@ -57,7 +63,7 @@ func (l *link) read(src *net.TCPConn, q chan<- chunk) {
 	buf := make([]byte, chunkSize)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !l.p.blackhole.Load() {
+		if n > 0 && !l.dropping() {
 			// The delay is fixed when the bytes are read, so a change of
 			// latency applies to data read after it and never reorders.
 			c := chunk{b: bytes.Clone(buf[:n]), due: time.Now().Add(time.Duration(l.p.latency.Load()))}
@@ -85,7 +91,7 @@ func (l *link) write(dst *net.TCPConn, q <-chan chunk) {
 		}
 		// Checked again here so that nothing queued before a blackhole
 		// began gets through while it lasts.
-		if l.p.blackhole.Load() {
+		if l.dropping() {
 			continue
 		}
 		if _, err := dst.Write(c.b); err != nil {
