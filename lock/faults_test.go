@@ -180,3 +180,52 @@ func TestCloseEndsInBoundedTimeOnAStalledServer(t *testing.T) {
 		})
 	}
 }
+
+// TestAReleaseOnAStalledServerIsBoundedAndUncertain releases on a server
+// that stopped answering (a half-open connection looks the same): Unlock
+// returns by its context's end, or by the release timeout for a context
+// that never ends, and its error says the release may or may not have
+// run, since the command went out.
+func TestAReleaseOnAStalledServerIsBoundedAndUncertain(t *testing.T) {
+	srv := redistest.Start(t)
+	const releaseTimeout = 300 * time.Millisecond
+	for name, c := range map[string]struct {
+		ctx   func() (context.Context, context.CancelFunc)
+		bound time.Duration
+	}{
+		"a context that never ends": {func() (context.Context, context.CancelFunc) {
+			return context.WithCancel(context.WithoutCancel(context.Background()))
+		}, releaseTimeout},
+		"a context without Done": {func() (context.Context, context.CancelFunc) {
+			return context.Background(), func() {}
+		}, releaseTimeout},
+		"a context with a deadline": {func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 100*time.Millisecond)
+		}, 100 * time.Millisecond},
+	} {
+		t.Run(name, func(t *testing.T) {
+			stall := make(chan struct{})
+			l := onFake(t, srv, func(_ int32, cmd []string) string {
+				if cmd[2] == fastReleaseKeys {
+					<-stall
+					return ":1\r\n"
+				}
+				return ":1764000000000000\r\n"
+			}, lock.WithReleaseTimeout(releaseTimeout))
+			t.Cleanup(func() { close(stall) })
+			ls, err := l.TryLock(context.Background(), "k")
+			require.NoError(t, err)
+			ctx, cancel := c.ctx()
+			defer cancel()
+			start := time.Now()
+			err = ls.Unlock(ctx)
+			took := time.Since(start)
+			t.Logf("Unlock took %v: %v", took, err)
+			var uncertain *conn.UncertainError
+			require.ErrorAs(t, err, &uncertain)
+			require.NotErrorIs(t, err, lock.ErrNotHeld)
+			require.GreaterOrEqual(t, took, c.bound)
+			require.Less(t, took, c.bound+time.Second)
+		})
+	}
+}

@@ -217,10 +217,13 @@ func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.
 	return nil
 }
 
-// Unlock releases the lock. If ctx ends first, Unlock returns its error but
-// the release still completes in the background, bounded by the release
-// timeout (5s): a cancelled release never leaves the lock held until its
-// TTL.
+// Unlock releases the lock. If ctx ends first, Unlock returns an error
+// matching both conn.UncertainError and ctx's error, but the release still
+// completes in the background, bounded by the release timeout (5s): a
+// cancelled release never leaves the lock held until its TTL. Whatever
+// ctx, Unlock returns within the release timeout: one that finds no reply
+// by then (a server that stopped answering, a half-open connection) is an
+// error matching conn.UncertainError, since the release may yet run.
 // A release whose connection broke under it is sent again on a new
 // connection within the release timeout.
 //

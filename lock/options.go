@@ -19,6 +19,11 @@ func defaultOptions() lockconf.Options {
 		ReleaseStyle:   lockconf.ReleasePingEval,
 		ReleaseTimeout: 5 * time.Second,
 		FenceRetention: time.Hour,
+		// Open's connections carry no blocking command, so a reply
+		// that is this late means a server or a link that is gone: a
+		// half-open connection would otherwise fail every call until
+		// the kernel gives up on it, minutes later.
+		ConnOptions: []conn.Option{conn.WithReadTimeout(5 * time.Second)},
 	}
 }
 
@@ -59,7 +64,14 @@ func WithKeyPrefix(p string) Option { return func(o *lockconf.Options) { o.Prefi
 func WithEvictionAllowed() Option { return func(o *lockconf.Options) { o.EvictionAllowed = true } }
 
 // WithConnOptions passes options to the connections Open makes: the command
-// connection and the subscriber's. Default: none. New ignores it: a caller
+// connection and the subscriber's. They come after Open's one default,
+// conn.WithReadTimeout(5s), which breaks a connection whose server stays
+// silent that long while replies are due (a half-open connection, a
+// server that is gone), so that the next call redials; a later
+// conn.WithReadTimeout replaces it. New ignores the option: a caller
+// who needs the subscriber configured otherwise (say, with
+// subscriber.WithKeyspaceEventsConfigured where CONFIG is refused) makes
+// the connections and passes them to New.
 // who needs the subscriber configured otherwise (say, with
 // subscriber.WithKeyspaceEventsConfigured where CONFIG is refused) makes
 // the connections and passes them to New.

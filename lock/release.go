@@ -15,11 +15,17 @@ import (
 // release deletes the lock (or hands it on, in fair mode) if c's owner
 // holds it, writing w first if given. A caller whose context can end waits
 // for the release in a goroutine the Locker owns, so that the release
-// completes even if the caller stops waiting.
+// completes even if the caller stops waiting; its error then says that the
+// outcome is unknown. Whatever the context, the release takes at most the
+// release timeout: a context that never ends must not make a caller wait
+// forever on a server that stopped answering, or on a half-open
+// connection.
 func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 	l := c.l
 	if ctx.Done() == nil {
-		return c.releaseNow(ctx, w, l.opts.ReleaseStyle)
+		bounded, cancel := context.WithTimeout(ctx, l.opts.ReleaseTimeout)
+		defer cancel()
+		return c.releaseNow(bounded, w, l.opts.ReleaseStyle)
 	}
 	result := make(chan error, 1)
 	spawned := l.spawn(func() {
@@ -28,13 +34,15 @@ func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 		result <- c.releaseNow(bounded, w, l.opts.ReleaseStyle)
 	})
 	if !spawned {
-		return c.releaseNow(ctx, w, l.opts.ReleaseStyle)
+		bounded, cancel := context.WithTimeout(ctx, l.opts.ReleaseTimeout)
+		defer cancel()
+		return c.releaseNow(bounded, w, l.opts.ReleaseStyle)
 	}
 	select {
 	case err := <-result:
 		return err
 	case <-ctx.Done():
-		return c.errorf("unlock", fmt.Errorf("%w (the release goes on in the background)", ctx.Err()))
+		return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (the release goes on in the background)", ctx.Err())})
 	}
 }
 
@@ -79,6 +87,12 @@ func (c *claim) releaseNow(ctx context.Context, w *lockstate.Write, style lockco
 	var err error
 	for v.value, err = c.sendRelease(ctx, w, style); c.l.retrying(ctx, &v, err); {
 		v.value, err = c.sendRelease(ctx, w, style)
+	}
+	var uncertain *conn.UncertainError
+	if err != nil && ctx.Err() != nil && !errors.As(err, &uncertain) {
+		// Cut short by the deadline with the release perhaps sent: the
+		// server may yet run it.
+		err = &conn.UncertainError{Cause: err}
 	}
 	if err != nil {
 		return c.errorf("unlock", err)
