@@ -47,7 +47,9 @@ func (l *Locker) lock(ctx context.Context, key string, cmds [][]string) (*Lease,
 	}
 	replies, err = l.client.DoMulti(ctx, cmds...)
 	if err != nil {
-		_ = ls.unlock(context.WithoutCancel(ctx), nil)
+		// With ctx, so that the caller waits no longer than it asked:
+		// a release that ctx cuts short goes on in the background.
+		_ = ls.unlock(ctx, nil)
 		return nil, nil, c.errorf("after acquiring", err)
 	}
 	return ls, replies, nil

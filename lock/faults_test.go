@@ -115,6 +115,12 @@ func TestAReleaseCutShortIsSentAgain(t *testing.T) {
 			require.ErrorAs(t, err, &uncertain, "the first attempt may have released it")
 			require.NotErrorIs(t, err, lock.ErrNotHeld)
 		}},
+		"and the retry is refused": {"-ERR refused\r\n", func(t *testing.T, err error) {
+			var uncertain *conn.UncertainError
+			require.ErrorAs(t, err, &uncertain, "the first attempt may have run, whatever became of the second")
+			var refused *resp.Error
+			require.ErrorAs(t, err, &refused, "the retry's refusal is in the error")
+		}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var releases atomic.Int32

@@ -88,12 +88,7 @@ func (c *claim) releaseNow(ctx context.Context, w *lockstate.Write, style lockco
 	for v.value, err = c.sendRelease(ctx, w, style); c.l.retrying(ctx, &v, err); {
 		v.value, err = c.sendRelease(ctx, w, style)
 	}
-	var uncertain *conn.UncertainError
-	if err != nil && ctx.Err() != nil && !errors.As(err, &uncertain) {
-		// Cut short by the deadline with the release perhaps sent: the
-		// server may yet run it.
-		err = &conn.UncertainError{Cause: err}
-	}
+	err = stillUncertain(ctx, v, err)
 	if err != nil {
 		return c.errorf("unlock", err)
 	}
@@ -167,7 +162,24 @@ func (l *Locker) retryUncertain(ctx context.Context, op func(context.Context) (r
 	for v.value, err = op(ctx); l.retrying(ctx, &v, err); {
 		v.value, err = op(ctx)
 	}
-	return v, err
+	return v, stillUncertain(ctx, v, err)
+}
+
+// stillUncertain is the error of a command that ended with err after
+// retries: uncertain if any attempt was, even when the last one failed
+// plainly (a retry that could not dial says nothing of the attempt before
+// it), and uncertain if ctx cut it short, since it may have been sent.
+func stillUncertain(ctx context.Context, v retried, err error) error {
+	var uncertain *conn.UncertainError
+	switch {
+	case err == nil || errors.As(err, &uncertain):
+		return err
+	case v.firstUncertain != nil:
+		return &conn.UncertainError{Cause: fmt.Errorf("%w; then, sent again: %w", v.firstUncertain, err)}
+	case ctx.Err() != nil:
+		return &conn.UncertainError{Cause: err}
+	}
+	return err
 }
 
 // retrying reports whether to send again a command that ended with err:
