@@ -52,6 +52,13 @@ func contention(t *testing.T, addr string, m mix, instances int, inject func(rec
 	p := parse(events)
 	v := check(p)
 	t.Logf("%s: %v", m, v)
+	if len(v.problems) > 0 {
+		for _, op := range p.modifies {
+			if op.outcome != outcomeOK {
+				t.Logf("%s %s %s: %s", op.token, op.id, op.outcome, op.err)
+			}
+		}
+	}
 	require.Empty(t, v.problems)
 	return v
 }

@@ -29,6 +29,8 @@ type event struct {
 	Outcome string `json:"out,omitempty"`
 	// Fence is the fencing token of a lease (kindLeased).
 	Fence uint64 `json:"fence,omitempty"`
+	// Err is the error a call returned (kindDone), for the log.
+	Err string `json:"err,omitempty"`
 	// Fault names a fault (kindFault).
 	Fault string `json:"fault,omitempty"`
 }
@@ -142,6 +144,7 @@ type modifyOp struct {
 	old       int
 	seen      bool
 	outcome   string
+	err       string // the error Modify returned, for the log
 }
 
 // leaseOp is one Lock that returned a lease.
@@ -164,6 +167,9 @@ type parsed struct {
 	reads    []modifyOp // final reads: old is the count read
 	resets   []reset
 	faults   map[string]int
+	// longestCall is the longest any Modify, or Lock with its Unlock,
+	// took from call to return.
+	longestCall time.Duration
 }
 
 // parse sorts events into operations. A Modify whose process died before
@@ -188,8 +194,11 @@ func parse(events []event) parsed {
 			}
 			op.old, op.seen = e.Old, true
 		case kindDone:
+			if call, ok := calls[e.Op]; ok {
+				p.longestCall = max(p.longestCall, time.Duration(e.Time-call))
+			}
 			if op := byID[e.Op]; op != nil {
-				op.outcome = e.Outcome
+				op.outcome, op.err = e.Outcome, e.Err
 				if e.Outcome != outcomeUncertain {
 					op.ret = e.Time
 				}

@@ -107,7 +107,14 @@ func (in *instance) modifyOnce(m mix, rec *recorder, token string) {
 		c.N++
 		return nil
 	})
-	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err)})
+	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err), Err: errText(err)})
+}
+
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
 }
 
 func (in *instance) lockOnce(m mix, rec *recorder, token string) {
@@ -117,13 +124,16 @@ func (in *instance) lockOnce(m mix, rec *recorder, token string) {
 	rec.add(event{Kind: kindCall, Op: id, Token: token})
 	lease, err := in.locker.Lock(ctx, token)
 	if err != nil {
+		rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcomeFailed})
 		return
 	}
 	rec.add(event{Kind: kindLeased, Op: id, Token: token, Fence: lease.Token()})
 	at := time.Now().UnixNano()
-	if lease.Unlock(ctx) == nil {
+	err = lease.Unlock(ctx)
+	if err == nil {
 		rec.add(event{Kind: kindReleased, Op: id, Token: token, Time: at})
 	}
+	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err)})
 }
 
 // outcome reads what a Modify's error says about its write.
