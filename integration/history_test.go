@@ -168,8 +168,11 @@ type parsed struct {
 	resets   []reset
 	faults   map[string]int
 	// longestCall is the longest any Modify, or Lock with its Unlock,
-	// took from call to return.
+	// took from call to return; longest is that call's end.
 	longestCall time.Duration
+	longest     event
+	// faultTimes are the faults in the order they struck.
+	faultTimes []event
 }
 
 // parse sorts events into operations. A Modify whose process died before
@@ -194,8 +197,8 @@ func parse(events []event) parsed {
 			}
 			op.old, op.seen = e.Old, true
 		case kindDone:
-			if call, ok := calls[e.Op]; ok {
-				p.longestCall = max(p.longestCall, time.Duration(e.Time-call))
+			if call, ok := calls[e.Op]; ok && time.Duration(e.Time-call) > p.longestCall {
+				p.longestCall, p.longest = time.Duration(e.Time-call), e
 			}
 			if op := byID[e.Op]; op != nil {
 				op.outcome, op.err = e.Outcome, e.Err
@@ -218,7 +221,22 @@ func parse(events []event) parsed {
 			p.resets = append(p.resets, reset{resetStart, e.Time})
 		case kindFault:
 			p.faults[e.Fault]++
+			p.faultTimes = append(p.faultTimes, e)
 		}
 	}
 	return p
+}
+
+// aboutLongest tells of the longest call: how it ended, and the faults
+// that struck from a few seconds before it began to its end.
+func (p parsed) aboutLongest() string {
+	e := p.longest
+	began := e.Time - int64(p.longestCall)
+	s := fmt.Sprintf("longest call %s on %s: %v, %s %s", e.Op, e.Token, p.longestCall.Round(time.Millisecond), e.Outcome, e.Err)
+	for _, f := range p.faultTimes {
+		if f.Time >= began-int64(3*time.Second) && f.Time <= e.Time {
+			s += fmt.Sprintf("; %s at %+v", f.Fault, time.Duration(f.Time-began).Round(time.Millisecond))
+		}
+	}
+	return s
 }

@@ -124,7 +124,7 @@ func (in *instance) lockOnce(m mix, rec *recorder, token string) {
 	rec.add(event{Kind: kindCall, Op: id, Token: token})
 	lease, err := in.locker.Lock(ctx, token)
 	if err != nil {
-		rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcomeFailed})
+		rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcomeFailed, Err: errText(err)})
 		return
 	}
 	rec.add(event{Kind: kindLeased, Op: id, Token: token, Fence: lease.Token()})
@@ -133,7 +133,7 @@ func (in *instance) lockOnce(m mix, rec *recorder, token string) {
 	if err == nil {
 		rec.add(event{Kind: kindReleased, Op: id, Token: token, Time: at})
 	}
-	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err)})
+	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err), Err: errText(err)})
 }
 
 // outcome reads what a Modify's error says about its write.
