@@ -3,7 +3,7 @@ BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c
 BENCH_COUNT ?= 10
 FUZZ_TIME ?= 30s
 
-.PHONY: demo test lint need-redis bench fuzz redis-image
+.PHONY: demo test integration lint need-redis bench fuzz redis-image
 
 # The demo: the scenario that started baton, on a throwaway server (a
 # redis-server from PATH, else a local Docker image, else one embedded in
@@ -13,9 +13,18 @@ demo:
 
 # The test command: formatting, vet, then every test with the race detector,
 # including those against a real redis-server, which it installs first
-# where it is missing and it can (root with apt-get).
+# where it is missing and it can (root with apt-get), and the integration
+# suite in its -short form (a one-minute soak).
 test: lint need-redis
-	$(GO) test -race -count=1 ./...
+	$(GO) test -race -count=1 -short ./...
+
+# The whole integration suite, with a five-minute soak, against containers
+# of a local image where Docker answers (BATON_REDIS_IMAGE names it;
+# BATON_REDIS_IMAGES=a,b runs the suite once per image), else against a
+# redis-server from PATH. ARGS go to the test binary, for example
+# ARGS="-soak 30m".
+integration: need-redis
+	$(GO) test -race -count=1 -v -timeout 60m ./integration -args $(ARGS)
 
 need-redis:
 	@scripts/need-redis.sh
