@@ -15,9 +15,23 @@
 // breaks it redials with backoff, subscribes again, and wakes every waiter so
 // that each re-checks its lock.
 //
+// A connection can also die silently: when the server's host vanishes, or a
+// middlebox forgets the connection, no bytes arrive and no reset either.
+// Against that, every command the Subscriber sends must be answered within
+// the health-check interval d ([WithHealthCheck], 5s by default), or the
+// connection is closed and handled as a broken one, and a connection that
+// has given no reply for d is sent a PING. A half-open connection thus costs
+// at most about 2d of unheard notifications, plus the redial; then every
+// waiter is woken and re-checks its lock.
+//
 // Concurrency: a Subscriber and its Waiters are safe for concurrent use. One
-// supervisor goroutine owns the subscriptions: it sends every SUBSCRIBE and
-// UNSUBSCRIBE, in order, and reconnects. Messages arrive on the
-// connection's reader goroutine, which only signals waiters and runs their
-// OnRelease hooks, which must not block either, so that it never blocks. Close stops the supervisor and the connection and waits for both.
+// supervisor goroutine owns the subscriptions and the connection: it sends
+// every SUBSCRIBE and UNSUBSCRIBE, in order, and every PING, all on the
+// subscribe connection, waits for one reply at a time and for at most d,
+// closes the connection when a reply is late, and reconnects. It starts no
+// other goroutine. Messages arrive on the connection's reader goroutine,
+// which only signals waiters and runs their OnRelease hooks, which must not
+// block either, so that it never blocks (a hook that did would also delay
+// the replies, and cost a reconnect once it held one up for d). Close stops
+// the supervisor and the connection and waits for both.
 package subscriber

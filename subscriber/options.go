@@ -1,19 +1,28 @@
 package subscriber
 
-import "github.com/batonlock/baton/conn"
+import (
+	"time"
+
+	"github.com/batonlock/baton/conn"
+)
 
 // Option configures New.
 type Option func(*options)
 
 type options struct {
 	connOptions         []conn.Option
+	healthCheck         time.Duration
 	keyspaceEvents      bool
 	keyspaceConfigured  bool
 	directedChannelRoot string
 }
 
+// defaultHealthCheck is WithHealthCheck's default, and the bound on every
+// reply when the health check is off.
+const defaultHealthCheck = 5 * time.Second
+
 func defaultOptions() options {
-	return options{keyspaceEvents: true, directedChannelRoot: "baton:wake:"}
+	return options{keyspaceEvents: true, directedChannelRoot: "baton:wake:", healthCheck: defaultHealthCheck}
 }
 
 // WithConnOptions passes options to the subscriber's connection (TLS,
@@ -43,4 +52,29 @@ func WithoutKeyspaceEvents() Option {
 // directed wake-ups; a random suffix makes it unique. Default: "baton:wake:".
 func WithDirectedChannelPrefix(prefix string) Option {
 	return func(o *options) { o.directedChannelRoot = prefix }
+}
+
+// WithHealthCheck bounds how long the subscribe connection can be dead
+// without the Subscriber noticing. A connection can go half-open, as when
+// the server's host vanishes or a middlebox forgets the connection: no
+// bytes arrive, and no reset either, so that only the kernel would end it,
+// after minutes. Against that, every command the Subscriber sends on its
+// connection (SUBSCRIBE, UNSUBSCRIBE, the CONFIG GET and SET that turn
+// keyspace events on, and the PINGs below) must be answered within d, or
+// the connection is closed; and when d passes without a reply on the
+// connection, the Subscriber sends it a PING. A closed connection is
+// handled as a broken one: the Subscriber redials, subscribes again, and
+// wakes every waiter so that each re-checks its lock. So a half-open
+// connection costs at most about 2d of unheard notifications (one d until
+// the PING, one for its reply), plus the redial. New's CONFIG and
+// SUBSCRIBE are bounded by d as well as by New's ctx.
+//
+// Choose d well above the round trip to the server and the longest the
+// server may stall (a slow command, a large fork): a reply later than d
+// costs a reconnect, which wakes every waiter. A d of 0 or less turns the
+// PINGs off, so that an idle connection is never checked; replies are then
+// still bounded, by 5s, so that no command waits forever on a dead
+// connection. Default: 5s.
+func WithHealthCheck(d time.Duration) Option {
+	return func(o *options) { o.healthCheck = d }
 }

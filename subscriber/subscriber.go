@@ -24,14 +24,19 @@ var ErrClosed = errors.New("subscriber: closed")
 //
 // Three goroutines share it: the callers of its methods, the supervisor
 // (supervise), and the connection's reader, which runs onPush from the
-// first dial on, while New is still setting up.
+// first dial on, while New is still setting up. Every command on the
+// connection is sent by New, then by the supervisor alone, through within,
+// which bounds its reply by replyTimeout and closes a connection that does
+// not answer in time.
 type Subscriber struct {
 	// Set by New before the first dial, read-only afterwards, so the
 	// reader goroutine may read them from its start.
 	client          *conn.Client
 	channel         string // this process's directed wake-up channel
 	keyspaceEvents  bool
-	configureEvents bool // turn keyspace events on at every (re)connect
+	configureEvents bool          // turn keyspace events on at every (re)connect
+	healthCheck     time.Duration // PING after this long without a reply; 0 for never
+	replyTimeout    time.Duration // every reply on the connection is due within this
 
 	ctx    context.Context // ends at Close; bounds the supervisor's calls
 	cancel context.CancelFunc
@@ -45,6 +50,12 @@ type Subscriber struct {
 	// never read them.
 	db             int
 	keyspacePrefix string // "__keyspace@<db>__:"
+
+	// lastReply is when a command on the connection last completed.
+	// Written by New before it starts the supervisor, then by the
+	// supervisor alone, which reads it to skip PINGs a reply made
+	// needless.
+	lastReply time.Time
 
 	// mu is never held across a call on the connection or a wait on a
 	// channel: onPush takes it on the reader goroutine, which must not
@@ -66,12 +77,18 @@ func New(ctx context.Context, addr string, opts ...Option) (*Subscriber, error) 
 	for _, opt := range opts {
 		opt(&o)
 	}
+	replyTimeout := o.healthCheck
+	if replyTimeout <= 0 {
+		replyTimeout = defaultHealthCheck
+	}
 	suffix := make([]byte, 8)
 	_, _ = rand.Read(suffix) // crypto/rand.Read never fails
 	s := &Subscriber{
 		channel:         o.directedChannelRoot + hex.EncodeToString(suffix),
 		keyspaceEvents:  o.keyspaceEvents,
 		configureEvents: o.keyspaceEvents && !o.keyspaceConfigured,
+		healthCheck:     max(o.healthCheck, 0),
+		replyTimeout:    replyTimeout,
 		kick:            make(chan struct{}, 1),
 		done:            make(chan struct{}),
 		keys:            map[string][]*Waiter{},
@@ -98,12 +115,14 @@ func New(ctx context.Context, addr string, opts ...Option) (*Subscriber, error) 
 	}
 	s.db = cn.DB()
 	s.keyspacePrefix = "__keyspace@" + strconv.Itoa(s.db) + "__:"
+	// The handshake is bounded by ctx alone (and the dial timeout); the
+	// commands, by ctx and the reply timeout.
 	if s.configureEvents {
-		if err := ensureKeyspaceEvents(ctx, cn); err != nil {
+		if err := s.within(ctx, cn, func(ctx context.Context) error { return ensureKeyspaceEvents(ctx, cn) }); err != nil {
 			return fail(err)
 		}
 	}
-	if err := cn.DoPush(ctx, "SUBSCRIBE", s.channel); err != nil {
+	if err := s.doPush(ctx, cn, "SUBSCRIBE", s.channel); err != nil {
 		return fail(fmt.Errorf("subscriber: subscribing to %s: %w", s.channel, err))
 	}
 	go s.supervise(cn)
@@ -139,21 +158,84 @@ func (s *Subscriber) Close() error {
 }
 
 // supervise owns the subscriptions: it applies changes for dirty keys, in
-// order, and reconnects when the connection stops.
+// order, PINGs the connection when it has heard no reply for healthCheck,
+// and reconnects when the connection stops, which it does too when a reply
+// is late (see within). It waits for one reply at a time, for at most
+// replyTimeout.
 func (s *Subscriber) supervise(cn *conn.Conn) {
 	defer close(s.done)
+	var (
+		timer *time.Timer
+		check <-chan time.Time // nil, never ready, when the health check is off
+	)
+	if s.healthCheck > 0 {
+		timer = time.NewTimer(s.healthCheck)
+		defer timer.Stop()
+		check = timer.C
+	}
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-s.kick:
 			s.syncDirty(cn)
+		case <-check:
+			// A reply since the timer was set is as good as a PONG.
+			if wait := s.healthCheck - time.Since(s.lastReply); wait > 0 {
+				timer.Reset(wait)
+				continue
+			}
+			s.ping(cn) // a late PONG closes cn: Done is ready next
+			timer.Reset(s.healthCheck)
 		case <-cn.Done():
 			if cn = s.reconnect(); cn == nil {
 				return
 			}
 		}
 	}
+}
+
+// ping checks that the connection still answers. A PING is allowed on a
+// RESP3 connection in subscribe mode, and gets a normal reply. It is
+// started rather than done so that not even its write can hold the
+// supervisor past replyTimeout.
+func (s *Subscriber) ping(cn *conn.Conn) {
+	_ = s.within(s.ctx, cn, func(ctx context.Context) error {
+		p, err := cn.Start([]string{"PING"})
+		if err != nil {
+			return err
+		}
+		_, err = p.Wait(ctx)
+		return err
+	})
+}
+
+// doPush runs a (UN)SUBSCRIBE on cn, bounded as within says.
+func (s *Subscriber) doPush(ctx context.Context, cn *conn.Conn, args ...string) error {
+	return s.within(ctx, cn, func(ctx context.Context) error { return cn.DoPush(ctx, args...) })
+}
+
+// within runs fn, which sends commands on cn, with ctx bounded by the reply
+// timeout. If that bound, not ctx, ends fn, the server is taken for gone
+// (a half-open connection gives no other sign): within closes cn, so that
+// the supervisor reconnects, and says so in the error. A command that
+// completes marks the connection as heard from. The bound is on the reply:
+// a DoPush whose write the socket will not take can be held up to the
+// connection's write timeout more (see conn.WithWriteTimeout), which a few
+// small commands on a connection closed at the first late reply never
+// come near.
+func (s *Subscriber) within(ctx context.Context, cn *conn.Conn, fn func(context.Context) error) error {
+	bounded, cancel := context.WithTimeout(ctx, s.replyTimeout)
+	defer cancel()
+	err := fn(bounded)
+	switch {
+	case err == nil:
+		s.lastReply = time.Now()
+	case ctx.Err() == nil && errors.Is(bounded.Err(), context.DeadlineExceeded):
+		_ = cn.Close() // fails the calls in flight and waits for the reader
+		err = fmt.Errorf("%w (no reply within %v; connection closed)", err, s.replyTimeout)
+	}
+	return err
 }
 
 // syncDirty subscribes to the dirty keys that have waiters and unsubscribes
@@ -179,10 +261,10 @@ func (s *Subscriber) syncDirty(cn *conn.Conn) {
 	if len(drop) > 0 {
 		// A failure here is the connection's; reconnecting then leaves
 		// out keys without waiters anyway.
-		_ = cn.DoPush(s.ctx, s.command("UNSUBSCRIBE", drop)...)
+		_ = s.doPush(s.ctx, cn, s.command("UNSUBSCRIBE", drop)...)
 	}
 	if len(add) > 0 {
-		err := cn.DoPush(s.ctx, s.command("SUBSCRIBE", add)...)
+		err := s.doPush(s.ctx, cn, s.command("SUBSCRIBE", add)...)
 		if s.ctx.Err() != nil {
 			err = ErrClosed // the failure is the closing, not the waiters'
 		} else if err != nil && cn.Err() != nil {
@@ -208,8 +290,10 @@ func (s *Subscriber) command(verb string, channels []string) []string {
 
 // reconnect gets a new connection, subscribes to the directed channel and
 // to every key that has waiters, confirms them, and wakes every waiter so
-// that each re-checks its lock: releases may have gone unheard. It returns
-// nil once the Subscriber is closing.
+// that each re-checks its lock: releases may have gone unheard. Its
+// commands are bounded as within says, so a new connection that does not
+// answer is closed and replaced in turn. It returns nil once the
+// Subscriber is closing.
 func (s *Subscriber) reconnect() *conn.Conn {
 	s.mu.Lock()
 	clear(s.subscribed)
@@ -225,8 +309,9 @@ func (s *Subscriber) reconnect() *conn.Conn {
 			continue
 		}
 		if s.configureEvents {
-			// A restarted server has forgotten a CONFIG SET.
-			if err := ensureKeyspaceEvents(s.ctx, cn); err != nil {
+			// A restarted server has forgotten a CONFIG SET. A CONFIG
+			// left unanswered closes cn, and the next dial replaces it.
+			if err := s.within(s.ctx, cn, func(ctx context.Context) error { return ensureKeyspaceEvents(ctx, cn) }); err != nil {
 				if s.ctx.Err() != nil {
 					return nil
 				}
@@ -243,7 +328,7 @@ func (s *Subscriber) reconnect() *conn.Conn {
 		s.mu.Unlock()
 
 		args := append(s.command("SUBSCRIBE", keys), s.channel)
-		if err := cn.DoPush(s.ctx, args...); err != nil {
+		if err := s.doPush(s.ctx, cn, args...); err != nil {
 			if s.ctx.Err() != nil {
 				return nil
 			}

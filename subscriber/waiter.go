@@ -54,6 +54,9 @@ func OnRelease(fn func()) WatchOption {
 // Watch registers a waiter for key's releases (del, expired and evicted
 // events). It returns once the server has confirmed the subscription, so
 // that every release after Watch returns wakes a waiter of this process.
+// On a connection gone half-open the confirmation comes from the new
+// connection, about two health-check intervals later (see WithHealthCheck);
+// ctx bounds the wait.
 func (s *Subscriber) Watch(ctx context.Context, key string, opts ...WatchOption) (*Waiter, error) {
 	if !s.keyspaceEvents {
 		return nil, ErrNoKeyspaceEvents
