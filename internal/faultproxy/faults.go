@@ -23,13 +23,33 @@ func (p *Proxy) Reset() int {
 	return len(links)
 }
 
-// Blackhole, while on, reads the bytes from both sides of every connection
-// and drops them, forwarding nothing and keeping the connections open: a
-// partitioned link, which neither peer can tell from a slow one. New
-// connections are accepted and blackholed too. Turning it off resumes
-// forwarding; the bytes dropped meanwhile stay dropped.
+// Blackhole, while on, forwards nothing on any connection, old or new,
+// and keeps them all open: a partitioned link, which neither peer can tell
+// from a slow one. The bytes are held, not dropped, up to each direction's
+// queue, and then the senders are pushed back on; turning the blackhole
+// off delivers them in order, as TCP does once a partition heals within
+// its retransmission time. (A peer that is gone for good is Sever.)
 func (p *Proxy) Blackhole(on bool) {
-	p.blackhole.Store(on)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch {
+	case on && p.healed == nil:
+		p.healed = make(chan struct{})
+	case !on && p.healed != nil:
+		close(p.healed)
+		p.healed = nil
+	}
+}
+
+// partitioned returns the channel that closes when the blackhole in force
+// ends, or nil when there is none.
+func (p *Proxy) partitioned() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.healed == nil {
+		return nil
+	}
+	return p.healed
 }
 
 // Refuse, while on, resets every new connection as soon as it is accepted,

@@ -31,11 +31,6 @@ type link struct {
 	severed        atomic.Bool   // set by Sever: every byte is dropped from then on, for good
 }
 
-// dropping reports whether bytes of this link are to be dropped now.
-func (l *link) dropping() bool {
-	return l.severed.Load() || l.p.blackhole.Load()
-}
-
 // chunk is a run of bytes read from one side and the time it may be
 // written to the other.
 type chunk struct {
@@ -63,7 +58,7 @@ func (l *link) read(src *net.TCPConn, q chan<- chunk) {
 	buf := make([]byte, chunkSize)
 	for {
 		n, err := src.Read(buf)
-		if n > 0 && !l.dropping() {
+		if n > 0 && !l.severed.Load() {
 			// The delay is fixed when the bytes are read, so a change of
 			// latency applies to data read after it and never reorders.
 			c := chunk{b: bytes.Clone(buf[:n]), due: time.Now().Add(time.Duration(l.p.latency.Load()))}
@@ -86,12 +81,12 @@ func (l *link) read(src *net.TCPConn, q chan<- chunk) {
 
 func (l *link) write(dst *net.TCPConn, q <-chan chunk) {
 	for c := range q {
-		if !l.wait(c.due) {
+		if !l.wait(c.due) || !l.waitHealed() {
 			return
 		}
-		// Checked again here so that nothing queued before a blackhole
-		// began gets through while it lasts.
-		if l.dropping() {
+		// Checked again here so that nothing queued before the link was
+		// severed gets through after.
+		if l.severed.Load() {
 			continue
 		}
 		if _, err := dst.Write(c.b); err != nil {
@@ -122,6 +117,22 @@ func (l *link) wait(due time.Time) bool {
 		return true
 	case <-l.done:
 		return false
+	}
+}
+
+// waitHealed holds the writer while a blackhole lasts; false means the
+// link was closed meanwhile.
+func (l *link) waitHealed() bool {
+	for {
+		healed := l.p.partitioned()
+		if healed == nil {
+			return true
+		}
+		select {
+		case <-healed:
+		case <-l.done:
+			return false
+		}
 	}
 }
 

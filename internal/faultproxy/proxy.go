@@ -26,13 +26,16 @@ type Proxy struct {
 
 	// The faults are atomics rather than under mu because every chunk and
 	// every accepted connection reads them.
-	latency   atomic.Int64 // nanoseconds
-	blackhole atomic.Bool
-	refuse    atomic.Bool
+	latency atomic.Int64 // nanoseconds
+	refuse  atomic.Bool
+
+	// healed is open while a blackhole lasts and closed when it ends;
+	// nil when there is none. Guarded by mu.
+	healed chan struct{}
 
 	wg sync.WaitGroup // every goroutine the Proxy starts; Close waits on it
 
-	mu     sync.Mutex         // guards conns and closed
+	mu     sync.Mutex         // guards conns, closed and healed
 	conns  map[*link]struct{} // the open proxied connections; guarded by mu
 	closed bool               // set once by Close; guarded by mu
 }
