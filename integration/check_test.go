@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
@@ -131,10 +132,17 @@ func check(p parsed) verdict {
 		}
 		return parts
 	}
-	switch res := porcupine.CheckOperationsTimeout(model.ToModel(), append(ops, resets...), checkTimeout); res {
+	switch res, info := porcupine.CheckOperationsVerbose(model.ToModel(), append(ops, resets...), checkTimeout); res {
 	case porcupine.Ok:
 	case porcupine.Illegal:
-		v.problems = append(v.problems, "the counts are not linearizable: two writers overlapped, or a write was lost or landed twice")
+		problem := "the counts are not linearizable: two writers overlapped, or a write was lost or landed twice"
+		if f, err := os.CreateTemp("", "baton-history-*.html"); err == nil {
+			if porcupine.Visualize(model.ToModel(), info, f) == nil {
+				problem += "; the history, drawn: " + f.Name()
+			}
+			f.Close()
+		}
+		v.problems = append(v.problems, problem)
 	default:
 		v.problems = append(v.problems, fmt.Sprintf("the linearizability check could not decide within %v", checkTimeout))
 	}

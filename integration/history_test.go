@@ -15,9 +15,8 @@ import (
 // An event is one line of a history log. Every process (the test's own,
 // and each worker) appends its events to a file of its own as they
 // happen, one write each, so that a process killed mid-operation leaves
-// every event it got to. Times are wall-clock nanoseconds, shared by all
-// the processes of one machine: the check assumes the clock is not
-// stepped during a run.
+// every event it got to. Times are CLOCK_MONOTONIC nanoseconds (now),
+// shared by all the processes of one machine.
 type event struct {
 	Kind  string `json:"k"`           // one of the kind* constants
 	Op    string `json:"op"`          // the operation's ID, unique in the run
@@ -80,7 +79,7 @@ func (r *recorder) newOp() string {
 // add stamps e with the time, unless it has one, and appends it.
 func (r *recorder) add(e event) {
 	if e.Time == 0 {
-		e.Time = time.Now().UnixNano()
+		e.Time = now()
 	}
 	line, err := json.Marshal(e)
 	if err != nil {

@@ -23,7 +23,7 @@ func TestARestartMidContentionLosesNoWrite(t *testing.T) {
 					rec.add(event{Kind: kindResetStart})
 					srv.Restart(t)
 					rec.add(event{Kind: kindResetEnd})
-					restarted = time.Now().UnixNano()
+					restarted = now()
 					rec.add(event{Kind: kindFault, Fault: "restart"})
 					time.Sleep(2 * time.Second)
 				})

@@ -107,7 +107,6 @@ func soak(t *testing.T, b *backend, m mix, d time.Duration) {
 		case "partition":
 			proxy.Blackhole(true)
 			time.Sleep(time.Second)
-			proxy.Reset()
 			proxy.Blackhole(false)
 		case "half-open":
 			proxy.Sever()

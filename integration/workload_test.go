@@ -128,7 +128,7 @@ func (in *instance) lockOnce(m mix, rec *recorder, token string) {
 		return
 	}
 	rec.add(event{Kind: kindLeased, Op: id, Token: token, Fence: lease.Token()})
-	at := time.Now().UnixNano()
+	at := now()
 	err = lease.Unlock(ctx)
 	if err == nil {
 		rec.add(event{Kind: kindReleased, Op: id, Token: token, Time: at})
