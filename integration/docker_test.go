@@ -18,7 +18,6 @@ import (
 	"github.com/ory/dockertest/v3"
 	"github.com/ory/dockertest/v3/docker"
 
-	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redisproc"
 	"github.com/batonlock/baton/resp"
 )
@@ -178,25 +177,11 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-// waitReady dials until the server answers PING, within readyTimeout.
+// waitReady waits until the server answers PING, within readyTimeout.
 func (d *dockerServer) waitReady() error {
 	ctx, cancel := context.WithTimeout(context.Background(), readyTimeout)
 	defer cancel()
-	for {
-		c, err := conn.Dial(ctx, d.addr)
-		if err == nil {
-			_, err = c.Do(ctx, "PING")
-			_ = c.Close()
-			if err == nil {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("the container on %s did not answer PING within %v: %w", d.addr, readyTimeout, err)
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+	return redisproc.WaitPing(ctx, d.addr)
 }
 
 func (d *dockerServer) Addr() string       { return d.addr }

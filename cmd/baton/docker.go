@@ -9,7 +9,7 @@ import (
 	"github.com/ory/dockertest/v3"
 	"github.com/ory/dockertest/v3/docker"
 
-	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redisproc"
 )
 
 // dockerReadyTimeout bounds how long a container may take to answer PING.
@@ -59,7 +59,7 @@ func dockerTarget(ctx context.Context) (*target, string) {
 	addr := "127.0.0.1:" + res.GetPort("6379/tcp")
 	ready, cancel := context.WithTimeout(ctx, dockerReadyTimeout)
 	defer cancel()
-	if err := waitPing(ready, addr); err != nil {
+	if err := redisproc.WaitPing(ready, addr); err != nil {
 		stop()
 		return nil, fmt.Sprintf("the %s container did not answer on %s: %v", image, addr, err)
 	}
@@ -67,23 +67,4 @@ func dockerTarget(ctx context.Context) (*target, string) {
 		addr: addr, kind: "docker", notifications: true, stop: stop,
 		about: fmt.Sprintf("server: a throwaway %s container on %s, removed afterwards", image, addr),
 	}, ""
-}
-
-// waitPing dials addr until it answers PING or ctx ends.
-func waitPing(ctx context.Context, addr string) error {
-	for {
-		c, err := conn.Dial(ctx, addr)
-		if err == nil {
-			_, err = c.Do(ctx, "PING")
-			_ = c.Close()
-			if err == nil {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return err
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
 }

@@ -1,6 +1,7 @@
 package redisproc
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"time"
@@ -73,4 +74,31 @@ func exchange(addr, pass string, timeout time.Duration, cmds ...[]string) ([]res
 		}
 	}
 	return replies, nil
+}
+
+// pingPoll is WaitPing's pause between attempts.
+const pingPoll = 50 * time.Millisecond
+
+// WaitPing dials the server at addr until it answers PING, or ctx ends:
+// for a server that is starting, a container's say. It returns the last
+// attempt's error once ctx has ended.
+func WaitPing(ctx context.Context, addr string) error {
+	for {
+		timeout := doTimeout
+		if deadline, ok := ctx.Deadline(); ok {
+			timeout = min(timeout, time.Until(deadline))
+		}
+		replies, err := exchange(addr, "", timeout, []string{"PING"})
+		if err == nil {
+			err = replies[0].Err()
+		}
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("redisproc: no answer to PING from %s: %w", addr, err)
+		case <-time.After(pingPoll):
+		}
+	}
 }
