@@ -26,6 +26,9 @@ const (
 	// containerLabel marks every container the suite starts, so that
 	// an interrupted run can find and remove them.
 	containerLabel = "baton.integration"
+	// pidLabel holds the id of the process that started the container,
+	// so that a later run can tell the containers of a dead run.
+	pidLabel = "baton.integration.pid"
 	// readyTimeout bounds how long a container may take to answer PING.
 	readyTimeout = 30 * time.Second
 	// portAttempts bounds how often a container is started again on
@@ -125,7 +128,7 @@ func startContainer(pool *dockertest.Pool, image, dir string, s spec) (*dockerSe
 			Mounts:       []string{dir + ":/conf:ro"},
 			ExposedPorts: exposed,
 			PortBindings: bindings,
-			Labels:       map[string]string{containerLabel: suite.runLabel},
+			Labels:       map[string]string{containerLabel: suite.runLabel, pidLabel: strconv.Itoa(os.Getpid())},
 		}, func(hc *docker.HostConfig) {
 			hc.RestartPolicy = docker.RestartPolicy{Name: "no"}
 		})

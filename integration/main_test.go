@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -51,7 +52,10 @@ func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "" {
 		setUp()
 	}
-	stop := purgeOnInterrupt()
+	stop := func() {}
+	if os.Getenv(workerEnv) == "" {
+		stop = purgeOnInterrupt()
+	}
 	code := m.Run()
 	stop()
 	purgeRun()
@@ -77,6 +81,9 @@ func setUp() {
 
 	named := namedImages()
 	pool, noDocker := dockerPool()
+	if pool != nil {
+		purgeOrphans(pool)
+	}
 	if os.Getenv(processEnv) == "1" {
 		pool, noDocker = nil, fmt.Errorf("%s=1", processEnv)
 		named = nil
@@ -245,6 +252,33 @@ func purgeOnInterrupt() (stop func()) {
 		close(done)
 		<-ended
 	}
+}
+
+// purgeOrphans removes the containers of earlier runs whose process is
+// gone without removing them: one killed, or stopped by go test's
+// -timeout, which exits without running any cleanup.
+func purgeOrphans(pool *dockertest.Pool) {
+	containers, err := pool.Client.ListContainers(docker.ListContainersOptions{
+		All:     true,
+		Filters: map[string][]string{"label": {containerLabel}},
+	})
+	if err != nil {
+		return // the run's own containers are what matters
+	}
+	for _, c := range containers {
+		pid, err := strconv.Atoi(c.Labels[pidLabel])
+		if err != nil || processAlive(pid) {
+			continue
+		}
+		_ = pool.Client.RemoveContainer(docker.RemoveContainerOptions{ID: c.ID, Force: true, RemoveVolumes: true})
+		fmt.Printf("integration: removed container %.12s, left by an earlier run (process %d) that is gone\n", c.ID, pid)
+	}
+}
+
+// processAlive reports whether a process with that id exists.
+func processAlive(pid int) bool {
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // purgeRun removes every container of this run that is still there.

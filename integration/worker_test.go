@@ -101,6 +101,7 @@ func startWorker(t *testing.T, j job) *worker {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.v=false")
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
 	cmd.Stderr = os.Stderr
+	dieWithParent(cmd)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
