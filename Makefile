@@ -13,10 +13,12 @@ demo:
 
 # The test command: formatting, vet, then every test with the race detector,
 # including those against a real redis-server, which it installs first
-# where it is missing and it can (root with apt-get), and the integration
-# suite in its -short form (a one-minute soak).
+# where it is missing and it can (root with apt-get), then the integration
+# suite in its -short form (a one-minute soak), on its own, since its
+# worker processes would load the machine under the others' timed tests.
 test: lint need-redis
-	$(GO) test -race -count=1 -short ./...
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /integration$$)
+	$(GO) test -race -count=1 -short ./integration
 
 # The whole integration suite, with a five-minute soak, against containers
 # of a local image where Docker answers (BATON_REDIS_IMAGE names it;
