@@ -16,15 +16,26 @@ const (
 	// died blocks the others this long at most.
 	deadTTL = time.Second
 	// deadSlack is what the others may take beyond it on a loaded
-	// machine, and the bound of a hand-off past dead queued waiters
-	// (lock's TestFairKilledWaitersDoNotStallTheQueue measured 0.6–2.4ms).
+	// machine.
 	deadSlack = time.Second
+	// deadQueuedBound bounds the hand-off past dead queued waiters. The
+	// release skips a waiter whose process is gone, but Redis may run the
+	// release before it has read the end of the dead process's subscribe
+	// connection: the PUBLISH then counts a listener, the lock goes to
+	// the dead waiter for the 500ms hand-off window, and the live waiter
+	// takes it at its next renewal, a third of the 3s queue lease later;
+	// plus deadSlack. Over 50 runs of each case (-race, containers) the
+	// live waiter held the lock a median 1.0ms after the release, and at
+	// most 2.0ms with 1 dead and 985ms with 3 dead: that once, Redis had
+	// not yet seen a death.
+	deadQueuedBound = 500*time.Millisecond + time.Second + deadSlack
 )
 
 // TestADeadProcess SIGKILLs a worker process while it holds a lock, in
 // both modes, and while it is queued behind others in fair mode: the
 // others carry on, a dead holder costing at most its TTL, dead queued
-// waiters nothing but the hand-off past them.
+// waiters the hand-off past them, or at worst one hand-off window and a
+// renewal.
 func TestADeadProcess(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
@@ -96,11 +107,11 @@ func TestADeadProcess(t *testing.T) {
 				select {
 				case at := <-got:
 					t.Logf("%d dead ahead: the live waiter held %v after the release", dead, at.Sub(released).Round(10*time.Microsecond))
-					require.Less(t, at.Sub(released), deadSlack)
+					require.Less(t, at.Sub(released), deadQueuedBound)
 				case err := <-errs:
 					t.Fatal(err)
-				case <-time.After(deadSlack):
-					t.Fatalf("the live waiter did not get the lock within %v of the release", deadSlack)
+				case <-time.After(deadQueuedBound):
+					t.Fatalf("the live waiter did not get the lock within %v of the release", deadQueuedBound)
 				}
 				require.NoError(t, <-errs)
 			})
