@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"sync"
 	"testing"
@@ -26,23 +27,30 @@ func contention(t *testing.T, addr string, m mix, instances int, inject func(rec
 	rec, err := newRecorder(dir, "test")
 	require.NoError(t, err)
 	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
 	var running []*instance
+	var wg sync.WaitGroup
+	var closeErr error
+	// Also when a require below or in inject ends the test early: the
+	// workers stop and the instances close before the test returns.
+	finish := sync.OnceFunc(func() {
+		stop()
+		wg.Wait()
+		for _, in := range running {
+			closeErr = errors.Join(closeErr, in.close())
+		}
+	})
+	defer finish()
 	for range instances {
 		in, err := openInstance(ctx, addr, m, opts...)
 		require.NoError(t, err)
 		running = append(running, in)
 	}
-	var wg sync.WaitGroup
 	for _, in := range running {
 		wg.Go(func() { in.run(ctx, m, rec) })
 	}
 	inject(rec)
-	stop()
-	wg.Wait()
-	for _, in := range running {
-		require.NoError(t, in.close())
-	}
+	finish()
+	require.NoError(t, closeErr)
 	readCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, readCounts(readCtx, addr, m, rec, opts...))

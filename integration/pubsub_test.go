@@ -86,6 +86,7 @@ func TestWaitersOutliveKilledSubscribeConnections(t *testing.T) {
 				}
 
 				killing, stopKilling := context.WithCancel(ctx)
+				defer stopKilling() // also when the test ends early
 				killed := make(chan int64, 1)
 				go func() {
 					var n int64
