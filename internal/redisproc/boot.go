@@ -30,8 +30,10 @@ const (
 var errPortClash = errors.New("port already in use")
 
 // boot writes the config for s.port and s.tlsPort, runs redis-server and
-// waits until it answers PING and, for a cluster, says cluster_state:ok. On failure the process has been stopped and
-// the error quotes the tail of this run's log.
+// waits until it answers PING and, for a one-node cluster, says
+// cluster_state:ok; a node of StartCluster joins its peers on its own, from
+// its nodes.conf, or is joined by StartCluster. On failure the process has
+// been stopped and the error quotes the tail of this run's log.
 func (s *Server) boot() (*process, error) {
 	if err := s.writeConf(); err != nil {
 		return nil, fmt.Errorf("writing config: %w", err)
@@ -43,7 +45,7 @@ func (s *Server) boot() (*process, error) {
 	}
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(s.port))
 	err = waitReady(p, addr, s.password)
-	if err == nil && s.cluster {
+	if err == nil && s.cluster == soloCluster {
 		err = formCluster(p, addr, s.password)
 	}
 	if err == nil {

@@ -6,10 +6,19 @@ import (
 	"time"
 )
 
+// clusterMode is what part, if any, a Server plays in a Redis Cluster.
+type clusterMode int
+
+const (
+	noCluster     clusterMode = iota // a plain server
+	soloCluster                      // WithCluster: a one-node cluster holding every slot
+	clusterMember                    // a node of StartCluster, joined to its peers
+)
+
 const (
 	// clusterSlots is how many hash slots a Redis Cluster has.
 	clusterSlots = 16384
-	// clusterNodeTimeout is the node timeout a cluster server runs with.
+	// clusterNodeTimeout is the node timeout a one-node cluster runs with.
 	// A lone node has no peers to time out; the setting only bounds how
 	// long it waits after getting its slots before it says ok (the
 	// "rejoin delay", never under 500ms).

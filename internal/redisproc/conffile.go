@@ -19,6 +19,9 @@ func (s *Server) writeConf() error {
 	line("# written by redisproc; later lines win")
 	line(`save ""`) // nothing to persist: every server is thrown away
 	line("appendonly no")
+	if s.cluster == clusterMember {
+		s.writeMemberConf(line)
+	}
 	for _, l := range s.lines {
 		line("%s", l)
 	}
@@ -31,9 +34,12 @@ func (s *Server) writeConf() error {
 		line("unixsocket %s", quoteConf(s.UnixSocket))
 		line("unixsocketperm 700")
 	}
-	if s.cluster {
+	if s.cluster != noCluster {
 		line("cluster-enabled yes")
+		// Kept across Restart, so that the node comes back as itself.
 		line("cluster-config-file %s", quoteConf(filepath.Join(s.dir, "nodes.conf")))
+	}
+	if s.cluster == soloCluster {
 		// A lone node waits this long (500ms at least) after it gets its
 		// slots before it says ok: keep Start quick.
 		line("cluster-node-timeout %d", clusterNodeTimeout.Milliseconds())

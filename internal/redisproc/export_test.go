@@ -7,3 +7,6 @@ func (s *Server) Halt() {
 	defer s.mu.Unlock()
 	s.halt()
 }
+
+// Dir is the directory that holds every file of the cluster's nodes.
+func (c *Cluster) Dir() string { return c.dir }

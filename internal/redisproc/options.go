@@ -8,7 +8,7 @@ type config struct {
 	lines   []string // raw redis.conf lines from WithConfig, in order
 	unix    bool
 	tls     bool
-	cluster bool
+	cluster clusterMode
 }
 
 // WithConfig adds raw redis.conf lines, such as `notify-keyspace-events ""`,
@@ -41,7 +41,8 @@ func WithTLS() Option {
 // at most 55535, since the cluster bus listens 10000 above it, and its
 // nodes.conf is kept in the temporary directory, so that Restart brings
 // back the same node with its slots. Multi-key commands then need keys of
-// one slot, as on any cluster. Default: a plain server.
+// one slot, as on any cluster. StartCluster, whose nodes are clusters of
+// their own kind, ignores it. Default: a plain server.
 func WithCluster() Option {
-	return func(c *config) { c.cluster = true }
+	return func(c *config) { c.cluster = soloCluster }
 }

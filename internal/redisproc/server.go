@@ -48,7 +48,7 @@ type Server struct {
 	logPath  string      // every run appends to it
 	lines    []string    // from WithConfig
 	password string      // from a requirepass line, for Do
-	cluster  bool        // from WithCluster
+	cluster  clusterMode // from WithCluster, or StartCluster's
 	tls      *TLSFiles   // nil without WithTLS
 	tlsConf  *tls.Config // trusts the throwaway CA; nil without WithTLS
 	port     int
@@ -116,7 +116,7 @@ func start(bin, dir string, c config) (*Server, error) {
 		s.tls, s.tlsConf = &files, conf
 	}
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(2, c.cluster)
+		ports, err := freePorts(2, c.cluster != noCluster)
 		if err != nil {
 			return nil, fmt.Errorf("picking ports: %w", err)
 		}
@@ -168,7 +168,9 @@ func (s *Server) Stop() {
 // Restart stops the server, if it is running, and starts it again with
 // the same configuration on the same addresses, returning once it answers
 // PING. The data is not kept: there is no persistence. Clients see their
-// connections drop and must reconnect. After Stop it returns ErrStopped.
+// connections drop and must reconnect. A node of StartCluster comes back as
+// itself, from its nodes.conf, and rejoins its cluster on its own, which
+// Cluster.WaitHealthy waits for. After Stop it returns ErrStopped.
 func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()

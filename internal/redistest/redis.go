@@ -15,7 +15,8 @@ import (
 // cannot pass by testing nothing.
 const RequireRedisEnv = "BATON_REQUIRE_REDIS"
 
-// Option configures a Server started by Start.
+// Option configures a Server started by Start, or every node of a Cluster
+// started by StartCluster.
 type Option = redisproc.Option
 
 // The options of Start, documented in package redisproc.

@@ -20,21 +20,30 @@ func TestMissingRedisServer(t *testing.T) {
 		{"skips", "", true},
 		{"fails when required", "1", false},
 	}
+	starts := []struct {
+		name  string
+		start func(r *recorder)
+	}{
+		{"Start", func(r *recorder) { redistest.Start(r) }},
+		{"StartCluster", func(r *recorder) { redistest.StartCluster(r, 3, 1) }},
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("PATH", t.TempDir())
-			t.Setenv(redistest.RequireRedisEnv, tt.require)
-			r := record(t, func(r *recorder) { redistest.Start(r) })
-			r.runCleanups()
-			msg := r.fatal
-			if tt.skipped {
-				require.Empty(t, r.fatal)
-				msg = r.skip
-			} else {
-				require.Empty(t, r.skip)
-			}
-			require.Contains(t, msg, "apt-get install redis-server")
-		})
+		for _, s := range starts {
+			t.Run(s.name+"/"+tt.name, func(t *testing.T) {
+				t.Setenv("PATH", t.TempDir())
+				t.Setenv(redistest.RequireRedisEnv, tt.require)
+				r := record(t, s.start)
+				r.runCleanups()
+				msg := r.fatal
+				if tt.skipped {
+					require.Empty(t, r.fatal)
+					msg = r.skip
+				} else {
+					require.Empty(t, r.skip)
+				}
+				require.Contains(t, msg, "apt-get install redis-server")
+			})
+		}
 	}
 }
 

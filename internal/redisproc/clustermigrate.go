@@ -1,0 +1,152 @@
+package redisproc
+
+import (
+	"fmt"
+	"strconv"
+	"time"
+)
+
+const (
+	// migrateBatch is how many keys one MIGRATE moves.
+	migrateBatch = 100
+	// migrateTimeout is MIGRATE's own bound on its exchange with the
+	// target.
+	migrateTimeout = 5 * time.Second
+	// migrateSettleTimeout bounds the wait, after the slot has moved, for
+	// every live node to say so; gossip takes a few hundred milliseconds
+	// at most.
+	migrateSettleTimeout = 10 * time.Second
+)
+
+// MigrateSlot moves slot, with its keys, from the primary that serves it
+// to the primary to, as redis-cli --cluster reshard does: CLUSTER SETSLOT
+// IMPORTING on to, MIGRATING on the source, then CLUSTER GETKEYSINSLOT and
+// MIGRATE, in batches of 100 keys, until the source holds none, then
+// CLUSTER SETSLOT NODE on to, on the source, and on every other live
+// primary. It returns once every live node says that to serves the slot.
+// Clients may go on using the slot's keys meanwhile: while the keys move,
+// the source answers for those it still holds and sends ASK for the others,
+// and once the slot has moved, it answers MOVED. Moving a slot to the
+// primary that serves it does nothing. If a step fails, MigrateSlot
+// returns its error and leaves the slot as that step found it, possibly
+// still importing and migrating.
+func (c *Cluster) MigrateSlot(slot int, to *Server) error {
+	if err := c.migrateSlot(slot, to); err != nil {
+		return fmt.Errorf("redisproc: MigrateSlot %d to %s: %w", slot, to.Addr, err)
+	}
+	return nil
+}
+
+func (c *Cluster) migrateSlot(slot int, to *Server) error {
+	i := c.index(to)
+	switch {
+	case slot < 0 || slot >= clusterSlots:
+		return fmt.Errorf("slot %d is not in 0-%d", slot, clusterSlots-1)
+	case i < 0:
+		return errNotNode
+	}
+	toID := c.ids[i]
+	fromID, err := c.owner(slot)
+	if err != nil {
+		return err
+	}
+	if fromID == toID {
+		return nil
+	}
+	from := c.byID(fromID)
+	if from == nil {
+		return fmt.Errorf("the slot is served by node %s, which is not one of the cluster's", fromID)
+	}
+	v, err := c.view(to)
+	if err != nil {
+		return err
+	}
+	if !v.node(v.self).isPrimary() {
+		return fmt.Errorf("node %s is a replica", to.Addr)
+	}
+
+	slotArg := strconv.Itoa(slot)
+	if _, err := call(to, "CLUSTER", "SETSLOT", slotArg, "IMPORTING", fromID); err != nil {
+		return err
+	}
+	if _, err := call(from, "CLUSTER", "SETSLOT", slotArg, "MIGRATING", toID); err != nil {
+		return err
+	}
+	if err := migrateKeys(from, to, slotArg); err != nil {
+		return err
+	}
+	// The target first: it takes the slot and a new config epoch, which
+	// carries its claim to the others; then the source, which gives up
+	// the slot and answers MOVED from then on.
+	if _, err := call(to, "CLUSTER", "SETSLOT", slotArg, "NODE", toID); err != nil {
+		return err
+	}
+	if _, err := call(from, "CLUSTER", "SETSLOT", slotArg, "NODE", toID); err != nil {
+		return err
+	}
+	for _, s := range c.nodes {
+		if s == to || s == from || !s.answering() {
+			continue
+		}
+		v, err := c.view(s)
+		if err != nil {
+			return err
+		}
+		if !v.node(v.self).isPrimary() {
+			continue // replicas follow their primary
+		}
+		if _, err := call(s, "CLUSTER", "SETSLOT", slotArg, "NODE", toID); err != nil {
+			return err
+		}
+	}
+	err = poll(migrateSettleTimeout, func() error {
+		for _, s := range c.nodes {
+			if !s.answering() {
+				continue
+			}
+			v, err := c.view(s)
+			if err != nil {
+				return err
+			}
+			if o := v.owner(slot); o == nil || o.id != toID {
+				return fmt.Errorf("node %s does not say that node %s serves the slot yet", s.Addr, to.Addr)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("the slot has moved, but not every node says so after %v: %w", migrateSettleTimeout, err)
+	}
+	return nil
+}
+
+// migrateKeys moves every key of slot from from to to.
+func migrateKeys(from, to *Server, slot string) error {
+	host, port := splitAddr(to.Addr)
+	for {
+		keys, err := call(from, "CLUSTER", "GETKEYSINSLOT", slot, strconv.Itoa(migrateBatch))
+		if err != nil {
+			return err
+		}
+		if len(keys.Elems) == 0 {
+			return nil
+		}
+		args := []string{"MIGRATE", host, port, "", "0", strconv.FormatInt(migrateTimeout.Milliseconds(), 10)}
+		if to.password != "" {
+			args = append(args, "AUTH", to.password)
+		}
+		args = append(args, "KEYS")
+		for _, k := range keys.Elems {
+			args = append(args, k.Str)
+		}
+		// OK, or NOKEY when every key of the batch has expired since.
+		// Not call, whose error would quote the keys and the password.
+		v, err := from.Do(args...)
+		if err == nil {
+			err = v.Err()
+		}
+		if err != nil {
+			return fmt.Errorf("node %s: MIGRATE of %d keys to %s: %w", from.Addr, len(keys.Elems), to.Addr, err)
+		}
+	}
+}

@@ -1,0 +1,63 @@
+package redisproc
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Primary returns the node that serves slot now. It asks every live node
+// (CLUSTER NODES) and, where their accounts differ, as they do for a
+// moment after a failover or a migration, believes the claim with the
+// highest config epoch, as the cluster itself does; so the answer is right
+// as soon as the new owner has taken the slot, before the others have
+// heard. A primary frozen by Pause still serves its slots until it is
+// failed over. Primary returns an error if the slot's owner is down (killed
+// and not yet failed over) or no node answers.
+func (c *Cluster) Primary(slot int) (*Server, error) {
+	if slot < 0 || slot >= clusterSlots {
+		return nil, fmt.Errorf("redisproc: Primary: slot %d is not in 0-%d", slot, clusterSlots-1)
+	}
+	id, err := c.owner(slot)
+	if err != nil {
+		return nil, fmt.Errorf("redisproc: Primary of slot %d: %w", slot, err)
+	}
+	s := c.byID(id)
+	switch {
+	case s == nil:
+		return nil, fmt.Errorf("redisproc: slot %d is served by node %s, which is not one of the cluster's", slot, id)
+	case !s.running():
+		return nil, fmt.Errorf("redisproc: slot %d is served by node %s, which is down", slot, s.Addr)
+	}
+	return s, nil
+}
+
+// owner returns the ID of the primary that serves slot according to the
+// live nodes: the claim with the highest config epoch.
+func (c *Cluster) owner(slot int) (string, error) {
+	var best *viewEntry
+	var errs []error
+	asked := 0
+	for _, s := range c.nodes {
+		if !s.answering() {
+			continue
+		}
+		asked++
+		v, err := c.view(s)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if e := v.owner(slot); e != nil && (best == nil || e.epoch > best.epoch) {
+			best = e
+		}
+	}
+	switch {
+	case best != nil:
+		return best.id, nil
+	case asked == 0:
+		return "", errors.New("no node is running")
+	case len(errs) > 0:
+		return "", errors.Join(errs...)
+	}
+	return "", errors.New("no node says who serves it")
+}
