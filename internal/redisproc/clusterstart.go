@@ -85,7 +85,7 @@ func StartCluster(primaries, replicasEach int, opts ...Option) (*Cluster, error)
 		o(&conf)
 	}
 	conf.cluster = clusterMember
-	dir, err := os.MkdirTemp("", "redisproc-cluster-")
+	dir, err := makeDir("redisproc-cluster")
 	if err != nil {
 		return nil, fmt.Errorf("redisproc: %w", err)
 	}

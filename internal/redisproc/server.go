@@ -76,7 +76,7 @@ func Start(opts ...Option) (*Server, error) {
 	for _, o := range opts {
 		o(&c)
 	}
-	dir, err := os.MkdirTemp("", "redisproc-")
+	dir, err := makeDir("redisproc")
 	if err != nil {
 		return nil, fmt.Errorf("redisproc: %w", err)
 	}

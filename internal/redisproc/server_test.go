@@ -4,6 +4,8 @@ import (
 	"crypto/tls"
 	"io"
 	"net"
+	"os"
+	"os/exec"
 	"strconv"
 	"sync"
 	"testing"
@@ -238,4 +240,25 @@ func TestMissingBinary(t *testing.T) {
 	require.Nil(t, s)
 	require.ErrorIs(t, err, redisproc.ErrNoBinary)
 	requireEmpty(t, tmp)
+}
+
+// TestStartRemovesTheDirectoriesOfDeadProcesses plants the directory a
+// killed test process would leave behind, and one of a live process:
+// Start removes the first and keeps the second.
+func TestStartRemovesTheDirectoriesOfDeadProcesses(t *testing.T) {
+	dead := exec.Command("true")
+	require.NoError(t, dead.Run())
+	orphan, err := os.MkdirTemp("", "redisproc-"+strconv.Itoa(dead.Process.Pid)+"-")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(orphan) })
+	live, err := os.MkdirTemp("", "redisproc-1-") // init never goes away
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(live) })
+
+	s, err := redisproc.Start()
+	redistest.SkipIfNoBinary(t, err)
+	require.NoError(t, err)
+	t.Cleanup(s.Stop)
+	require.NoDirExists(t, orphan)
+	require.DirExists(t, live)
 }
