@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/internal/redisproc"
 )
 
@@ -26,7 +27,7 @@ func TestClusterFailover(t *testing.T) {
 		dialPingTLS(t, n.TLSAddr, n.TLSConfig())
 	}
 	const key = "failover"
-	slot := redisproc.KeySlot(key)
+	slot := cluster.Slot(key)
 	primary, err := c.Primary(slot)
 	require.NoError(t, err)
 	replica := nodes[3+slices.Index(nodes[:3], primary)]

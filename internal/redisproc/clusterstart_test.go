@@ -3,7 +3,6 @@ package redisproc_test
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/internal/redisproc"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/resp"
@@ -89,7 +89,7 @@ func TestCluster(t *testing.T) {
 		for _, via := range []string{"redis-cli -c", "the right node"} {
 			for _, key := range []string{"a", "b", "c", "{user}.1", "{user}.2", "x{y}z", "{}", "a{}b"} {
 				t.Run(via+"/"+key, func(t *testing.T) {
-					slot := redisproc.KeySlot(key)
+					slot := cluster.Slot(key)
 					owner, err := c.Primary(slot)
 					require.NoError(t, err)
 					value := via + " " + key
@@ -119,29 +119,6 @@ func TestCluster(t *testing.T) {
 					}
 				})
 			}
-		}
-	})
-
-	t.Run("KeySlot agrees with CLUSTER KEYSLOT", func(t *testing.T) {
-		keys := []string{"", "{}", "}{", "{}{}", "a{}b", "{a}", "{{a}}", "{{}}", "a{b}c{d}", "a}b{c}", "{a", "a}", "{ab", "ab}", "a{b{c}d}e", "{user1000}.following", "\x00{\xff}"}
-		// Short strings over an alphabet heavy in braces, to hit the
-		// tag rules every which way.
-		rng := rand.New(rand.NewPCG(1, 2))
-		const alphabet = "{}{}ab"
-		for range 300 {
-			b := make([]byte, rng.IntN(9))
-			for i := range b {
-				b[i] = alphabet[rng.IntN(len(alphabet))]
-			}
-			keys = append(keys, string(b))
-		}
-		for i := range 100 {
-			keys = append(keys, fmt.Sprintf("key:%d", i))
-		}
-		for _, key := range keys {
-			want := do(t, nodes[0], "CLUSTER", "KEYSLOT", key)
-			require.NoError(t, want.Err())
-			require.Equal(t, int(want.Int), redisproc.KeySlot(key), "key %q", key)
 		}
 	})
 
@@ -186,7 +163,7 @@ func TestCluster(t *testing.T) {
 // redirections, as a cluster client does.
 func testMigrateSlot(t *testing.T, c *redisproc.Cluster) {
 	const tag, keys = "{migrate}", 250 // more than one batch of MIGRATE
-	slot := redisproc.KeySlot(tag)
+	slot := cluster.Slot(tag)
 	from, err := c.Primary(slot)
 	require.NoError(t, err)
 	var to *redisproc.Server

@@ -7,10 +7,6 @@ import (
 	"github.com/batonlock/baton/internal/redisproc"
 )
 
-// KeySlot is redisproc.KeySlot: the hash slot of a key, {hash tags}
-// included, as Redis Cluster computes it.
-var KeySlot = redisproc.KeySlot
-
 // Cluster is a Redis Cluster started for one test with StartCluster. Its
 // methods that take a testing.TB fail the test where redisproc's return an
 // error; Seeds and Stop are redisproc's. Its nodes are Servers, whose Do,

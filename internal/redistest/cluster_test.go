@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/internal/redistest"
 )
 
@@ -31,7 +32,7 @@ func TestStartCluster(t *testing.T) {
 	}
 
 	const key = "k"
-	slot := redistest.KeySlot(key)
+	slot := cluster.Slot(key)
 	from := c.Primary(t, slot)
 	require.Equal(t, "OK", from.Do(t, "SET", key, "v").Str)
 	to := nodes[0]
