@@ -108,7 +108,7 @@ func startContainer(pool *dockertest.Pool, image, dir string, s spec) (*dockerSe
 	var err error
 	for attempt := 1; attempt <= portAttempts; attempt++ {
 		var ports []int
-		if ports, err = freePorts(2); err != nil {
+		if ports, err = redisproc.FreePorts(2); err != nil {
 			return nil, err
 		}
 		bindings := map[docker.Port][]docker.PortBinding{
@@ -164,20 +164,6 @@ func splitImage(image string) (repo, tag string) {
 		return image, "latest"
 	}
 	return image[:i], image[i+1:]
-}
-
-// freePorts returns n loopback ports that were free a moment ago.
-func freePorts(n int) ([]int, error) {
-	var ports []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("picking a port: %w", err)
-		}
-		defer l.Close()
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 // waitReady waits until the server answers PING, within readyTimeout.

@@ -267,18 +267,12 @@ func purgeOrphans(pool *dockertest.Pool) {
 	}
 	for _, c := range containers {
 		pid, err := strconv.Atoi(c.Labels[pidLabel])
-		if err != nil || processAlive(pid) {
+		if err != nil || redisproc.Alive(pid) {
 			continue
 		}
 		_ = pool.Client.RemoveContainer(docker.RemoveContainerOptions{ID: c.ID, Force: true, RemoveVolumes: true})
 		fmt.Printf("integration: removed container %.12s, left by an earlier run (process %d) that is gone\n", c.ID, pid)
 	}
-}
-
-// processAlive reports whether a process with that id exists.
-func processAlive(pid int) bool {
-	err := syscall.Kill(pid, 0)
-	return err == nil || errors.Is(err, syscall.EPERM)
 }
 
 // purgeRun removes every container of this run that is still there.

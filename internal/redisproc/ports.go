@@ -26,6 +26,10 @@ const (
 	clusterPortTries = 100
 )
 
+// FreePorts returns n loopback ports that were free a moment ago, for a
+// server started some other way, in a container say.
+func FreePorts(n int) ([]int, error) { return freePorts(n, false) }
+
 // freePorts returns n distinct loopback TCP ports that were free a moment
 // ago. With cluster, the first one, the node's, is at most maxClusterPort
 // and its bus port, clusterBusOffset above it, was free as well. The

@@ -25,7 +25,7 @@ func removeOrphans(kind string) {
 		rest := strings.TrimPrefix(filepath.Base(p), kind+"-")
 		pidText, _, ok := strings.Cut(rest, "-")
 		pid, err := strconv.Atoi(pidText)
-		if !ok || err != nil || pid == os.Getpid() || alive(pid) {
+		if !ok || err != nil || pid == os.Getpid() || Alive(pid) {
 			continue
 		}
 		_ = os.RemoveAll(p)
