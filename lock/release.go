@@ -21,22 +21,12 @@ import (
 // forever on a server that stopped answering, or on a half-open
 // connection.
 func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
-	l := c.l
 	if ctx.Done() == nil {
-		bounded, cancel := context.WithTimeout(ctx, l.opts.ReleaseTimeout)
-		defer cancel()
-		return c.releaseNow(bounded, w, l.opts.ReleaseStyle)
+		return c.releaseWithin(ctx, w)
 	}
 	result := make(chan error, 1)
-	spawned := l.spawn(func() {
-		bounded, cancel := context.WithTimeout(context.WithoutCancel(ctx), l.opts.ReleaseTimeout)
-		defer cancel()
-		result <- c.releaseNow(bounded, w, l.opts.ReleaseStyle)
-	})
-	if !spawned {
-		bounded, cancel := context.WithTimeout(ctx, l.opts.ReleaseTimeout)
-		defer cancel()
-		return c.releaseNow(bounded, w, l.opts.ReleaseStyle)
+	if !c.l.spawn(func() { result <- c.releaseWithin(context.WithoutCancel(ctx), w) }) {
+		return c.releaseWithin(ctx, w)
 	}
 	select {
 	case err := <-result:
@@ -44,6 +34,14 @@ func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 	case <-ctx.Done():
 		return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (the release goes on in the background)", ctx.Err())})
 	}
+}
+
+// releaseWithin is releaseNow in the Locker's release style, bounded by the
+// release timeout.
+func (c *claim) releaseWithin(ctx context.Context, w *lockstate.Write) error {
+	bounded, cancel := context.WithTimeout(ctx, c.l.opts.ReleaseTimeout)
+	defer cancel()
+	return c.releaseNow(bounded, w, c.l.opts.ReleaseStyle)
 }
 
 // releaseInBackground releases for an owner who is no longer waiting; it
