@@ -51,17 +51,27 @@ func contention(t *testing.T, addr string, m mix, instances int, inject func(rec
 	inject(rec)
 	finish()
 	require.NoError(t, closeErr)
-	readCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	return finishHistory(t, addr, m, dir, rec, opts...)
+}
+
+// finishHistory records a final read of every count to rec, then checks
+// the history of every log in dir, rec's among them. It logs the verdict
+// and, on a problem, every Modify that did not succeed, and fails the
+// test on any problem.
+func finishHistory(t *testing.T, addr string, m mix, dir string, rec *recorder, opts ...lock.Option) verdict {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	require.NoError(t, readCounts(readCtx, addr, m, rec, opts...))
+	require.NoError(t, readCounts(ctx, addr, m, rec, opts...))
 	require.NoError(t, rec.close())
 	events, err := readHistory(dir)
 	require.NoError(t, err)
-	p := parse(events)
-	v := check(p)
-	t.Logf("%s: %v", m, v)
+	checked := time.Now()
+	v := check(parse(events))
+	t.Logf("%s: %v; checked in %v", m, v, time.Since(checked).Round(time.Millisecond))
+	t.Logf("%s: %s", m, v.history.aboutLongest())
 	if len(v.problems) > 0 {
-		for _, op := range p.modifies {
+		for _, op := range v.history.modifies {
 			if op.outcome != outcomeOK {
 				t.Logf("%s %s %s: %s", op.token, op.id, op.outcome, op.err)
 			}
