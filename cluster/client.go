@@ -106,6 +106,15 @@ func (c *Client) Node(ctx context.Context, key string) (*conn.Client, error) {
 	return cl, nil
 }
 
+// Owner returns the address of the primary that this client last learnt
+// serves key's slot, without asking any node; ok is false if it knows of
+// none. The answer can be stale: a MOVED reply or a refresh updates it.
+func (c *Client) Owner(key string) (addr string, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.topo.addrOf(Slot(key))
+}
+
 // route returns the address of the primary that serves slot. When no
 // primary is known for it, it refreshes the topology first (as the refresh
 // interval allows); if still none is known, it picks a known primary (or

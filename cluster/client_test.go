@@ -36,8 +36,8 @@ func TestRealClusterEval(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := newClient(t, []string{srv.Addr}, cluster.WithConnOptions(tt.opts...))
 			ctx := testContext(t)
-			require.Equal(t, srv.Addr, c.Owner(0))
-			require.Equal(t, srv.Addr, c.Owner(16383))
+			require.Equal(t, srv.Addr, c.SlotOwner(0))
+			require.Equal(t, srv.Addr, c.SlotOwner(16383))
 
 			key, fence := "{lock:"+tt.name+"}", "{lock:"+tt.name+"}:fence"
 			_, err := c.Do(ctx, key, "SET", key, "token", "PX", "10000")
@@ -85,7 +85,7 @@ func TestSeedsWithTheFirstDeadOnFakes(t *testing.T) {
 	a.setScript(func([]string) string { return allSlotsTo(t, a.Addr) })
 	dead := deadAddr(t)
 	c := newClient(t, []string{dead, a.Addr, a.Addr})
-	require.Equal(t, a.Addr, c.Owner(100))
+	require.Equal(t, a.Addr, c.SlotOwner(100))
 	require.Equal(t, []string{"CLUSTER SHARDS"}, a.commands())
 }
 
@@ -152,13 +152,13 @@ func TestEmptyBatches(t *testing.T) {
 func TestRealClusterTLS(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithCluster(), redistest.WithTLS(), redistest.WithConfig("tls-cluster yes"))
 	c := newClient(t, []string{srv.TLSAddr}, cluster.WithConnOptions(conn.WithTLS(srv.TLSConfig())))
-	require.Equal(t, srv.TLSAddr, c.Owner(cluster.Slot("k")))
+	require.Equal(t, srv.TLSAddr, c.SlotOwner(cluster.Slot("k")))
 	v, err := c.Do(testContext(t), "k", "SET", "k", "v")
 	require.NoError(t, err)
 	require.Equal(t, "OK", v.Str)
 
 	plain := newClient(t, []string{srv.Addr})
-	require.Equal(t, srv.Addr, plain.Owner(cluster.Slot("k")))
+	require.Equal(t, srv.Addr, plain.SlotOwner(cluster.Slot("k")))
 }
 
 // TestConcurrentCallsDuringMoves: many callers at once while the slot

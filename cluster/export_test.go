@@ -2,9 +2,9 @@ package cluster
 
 import "github.com/batonlock/baton/resp"
 
-// Owner returns the address of the primary c routes slot to, or "" when
+// SlotOwner returns the address of the primary c routes slot to, or "" when
 // it knows none.
-func (c *Client) Owner(slot int) string {
+func (c *Client) SlotOwner(slot int) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	addr, _ := c.topo.addrOf(slot)

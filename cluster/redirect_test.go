@@ -60,7 +60,7 @@ func TestMovedResendsToNamedNode(t *testing.T) {
 			require.NoError(t, err)
 			require.Equal(t, "PONG", replies[0].Str)
 			require.Equal(t, "from b", replies[1].Str)
-			require.Equal(t, b.Addr, c.Owner(keySlot))
+			require.Equal(t, b.Addr, c.SlotOwner(keySlot))
 			require.Contains(t, wire.Writes(), string(resp.AppendCommand(nil, "PING"))+string(resp.AppendCommand(nil, "GET", "k")),
 				"the batch went again in one write")
 
@@ -125,7 +125,7 @@ func TestAskSendsAskingInOneWrite(t *testing.T) {
 				oneWrite = resp.AppendCommand(oneWrite, strings.Fields(cmd)...)
 			}
 			require.Contains(t, wire.Writes(), string(oneWrite), "ASKING and the batch left in one write")
-			require.Equal(t, a.Addr, c.Owner(keySlot), "ASK leaves the map as it is")
+			require.Equal(t, a.Addr, c.SlotOwner(keySlot), "ASK leaves the map as it is")
 
 			v, err := c.Do(ctx, "k", "GET", "k")
 			require.NoError(t, err)
@@ -218,7 +218,7 @@ func TestRedirectWithoutHost(t *testing.T) {
 	v, err := c.Do(testContext(t), "k", "GET", "k")
 	require.NoError(t, err)
 	require.Equal(t, "from b", v.Str)
-	require.Equal(t, b.Addr, c.Owner(keySlot))
+	require.Equal(t, b.Addr, c.SlotOwner(keySlot))
 }
 
 // TestUncertainIsNotRetried: a connection that fails with the batch in
@@ -256,12 +256,12 @@ func TestUnreachableNodeRefreshesAndRetries(t *testing.T) {
 	})
 	next.setScript(func([]string) string { return bulk("from next") })
 	c := newClient(t, []string{seed.Addr}, cluster.WithRefreshInterval(0))
-	require.Equal(t, dead, c.Owner(keySlot))
+	require.Equal(t, dead, c.SlotOwner(keySlot))
 
 	v, err := c.Do(testContext(t), "k", "GET", "k")
 	require.NoError(t, err)
 	require.Equal(t, "from next", v.Str)
-	require.Equal(t, next.Addr, c.Owner(keySlot))
+	require.Equal(t, next.Addr, c.SlotOwner(keySlot))
 	require.Equal(t, []string{"GET k"}, next.commands())
 }
 

@@ -256,7 +256,7 @@ func runTopoCase(t *testing.T, tt topoCase, slots bool) {
 		if want == self {
 			want = n.Addr
 		}
-		require.Equal(t, want, c.Owner(slot), "slot %d", slot)
+		require.Equal(t, want, c.SlotOwner(slot), "slot %d", slot)
 	}
 }
 
@@ -286,7 +286,7 @@ func TestTopologyFailures(t *testing.T) {
 	good := startNode(t)
 	good.setScript(func(args []string) string { return allSlotsTo(t, good.Addr) })
 	c := newClient(t, []string{notCluster.Addr, good.Addr})
-	require.Equal(t, good.Addr, c.Owner(0))
+	require.Equal(t, good.Addr, c.SlotOwner(0))
 }
 
 // TestSlotsFallbackIsRemembered: once a node answered CLUSTER SHARDS with

@@ -38,6 +38,9 @@ func NewClient(addr string, opts ...Option) (*Client, error) {
 	return &Client{addr: addr, target: t, opts: t.resolve(opts)}, nil
 }
 
+// Addr is the address the Client dials, as given to NewClient.
+func (c *Client) Addr() string { return c.addr }
+
 // Do runs one command on the current connection; see Conn.Do.
 func (c *Client) Do(ctx context.Context, args ...string) (resp.Value, error) {
 	cn, err := c.Conn(ctx)

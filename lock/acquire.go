@@ -45,7 +45,7 @@ func (l *Locker) lock(ctx context.Context, key string, cmds [][]string) (*Lease,
 	if err != nil || replies != nil || len(cmds) == 0 {
 		return ls, replies, err
 	}
-	replies, err = l.client.DoMulti(ctx, cmds...)
+	replies, err = c.cmd.DoMulti(ctx, cmds...)
 	if err != nil {
 		// With ctx, so that the caller waits no longer than it asked:
 		// a release that ctx cuts short goes on in the background.
@@ -67,7 +67,7 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	var ls *Lease
 	var err error
 	if l.opts.Fair {
-		ls, _, _, err = c.fairAttempt(ctx, 0, false, nil, 0)
+		ls, _, _, err = c.fairAttempt(ctx, nil, nil, false, nil, 0)
 	} else {
 		ls, _, _, err = c.tryFast(ctx, false, nil)
 	}
@@ -90,7 +90,7 @@ func (l *Locker) startAcquire(ctx context.Context, key string) error {
 
 // lockFast is Lock in fast mode.
 func (c *claim) lockFast(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
-	if !c.l.sub.Waiting(c.names.lock) {
+	if !c.l.nodes.waiting(c.names.lock) {
 		ls, _, replies, err := c.tryFast(ctx, false, cmds)
 		if ls != nil || err != nil {
 			return ls, replies, err
@@ -108,18 +108,11 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 	defer cancel()
 	defer context.AfterFunc(l.closing, cancel)()
 
-	handoff, err := l.sub.Directed()
+	ln, err := c.listenFast(ctx)
 	if err != nil {
-		return nil, nil, c.errorf("wait", err)
+		return nil, nil, err
 	}
-	defer handoff.Close()
-	c.asker = formatAsker(handoff.ID(), l.sub.Channel())
-	early := &earlyAttempt{l: l, cmd: acquireScript.command(false, c.names.fastKeys(), c.fastArgs(true)), sent: make(chan sentAttempt, 1)}
-	w, err := l.sub.Watch(ctx, c.names.lock, subscriber.OnRelease(early.send))
-	if err != nil {
-		return nil, nil, c.errorf("wait", c.stopReason(err))
-	}
-	defer w.Close()
+	defer func() { ln.close() }()
 	var timer *time.Timer
 	var sent *sentAttempt
 	var withCmds [][]string // commands ride along with the confirmation of a hand-off
@@ -139,6 +132,18 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 		if ls != nil {
 			return ls, replies, nil
 		}
+		if l.nodes.stale(ln.sub, c.key) {
+			// The key's slot moved: its releases are heard elsewhere
+			// now. Listen there, and try again, since a release may have
+			// gone unheard meanwhile.
+			ln.close()
+			if ln, err = c.listenFast(ctx); err != nil {
+				c.withdrawInBackground()
+				return nil, nil, err
+			}
+			sent, withCmds = nil, nil
+			continue
+		}
 		// A release we did not hear (a notification lost while the
 		// subscriber reconnects, say) is caught when the TTL runs out.
 		if timer == nil {
@@ -148,27 +153,27 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			timer.Reset(remaining)
 		}
 		sent, withCmds = nil, nil
-		early.armed.Store(true)
+		ln.early.armed.Store(true)
 		stopped := false
 		select {
-		case s := <-early.sent:
+		case s := <-ln.early.sent:
 			sent = &s
 			// The wake-up that came with the hook is spent: left
 			// pending, it would be handed to the next waiter for nothing.
 			select {
-			case <-w.Wake():
+			case <-ln.release.Wake():
 			default:
 			}
-		case <-w.Wake():
-		case <-handoff.Wake():
+		case <-ln.release.Wake():
+		case <-ln.handoff.Wake():
 			withCmds = cmds
 		case <-timer.C:
 		case <-ctx.Done():
 			stopped = true
 		}
-		if sent == nil && !early.armed.CompareAndSwap(true, false) {
+		if sent == nil && !ln.early.armed.CompareAndSwap(true, false) {
 			// The release hook fired meanwhile: its attempt is on its way.
-			s := <-early.sent
+			s := <-ln.early.sent
 			sent = &s
 		}
 		if stopped {
@@ -176,6 +181,50 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			return nil, nil, c.errorf("wait", c.stopReason(ctx.Err()))
 		}
 	}
+}
+
+// fastListener is a fast-mode waiter's registrations, on the Subscriber
+// that hears the key's releases: for hand-offs, and for the releases,
+// whose hook sends the next attempt early.
+type fastListener struct {
+	sub     *subscriber.Subscriber
+	handoff *subscriber.Waiter
+	release *subscriber.Waiter
+	early   *earlyAttempt
+}
+
+// listenFast registers the claim's waiter for hand-offs and releases, and
+// sets where a hand-off reaches it (c.asker).
+func (c *claim) listenFast(ctx context.Context) (*fastListener, error) {
+	l := c.l
+	sub, err := l.nodes.subscriber(ctx, c.key)
+	if err != nil {
+		return nil, c.errorf("wait", c.stopReason(err))
+	}
+	node, err := l.nodes.node(ctx, c.key)
+	if err != nil {
+		return nil, c.errorf("wait", c.stopReason(err))
+	}
+	handoff, err := sub.Directed()
+	if err != nil {
+		return nil, c.errorf("wait", err)
+	}
+	c.asker = formatAsker(handoff.ID(), sub.Channel())
+	early := &earlyAttempt{node: node, cmd: acquireScript.command(false, c.names.fastKeys(), c.fastArgs(true)), sent: make(chan sentAttempt, 1)}
+	release, err := sub.Watch(ctx, c.names.lock, subscriber.OnRelease(early.send))
+	if err != nil {
+		handoff.Close()
+		return nil, c.errorf("wait", c.stopReason(err))
+	}
+	return &fastListener{sub: sub, handoff: handoff, release: release, early: early}, nil
+}
+
+func (ln *fastListener) close() {
+	if ln == nil {
+		return // a listen that failed
+	}
+	ln.release.Close()
+	ln.handoff.Close()
 }
 
 // formatAsker is where a hand-off reaches a waiter, as a request names it.
@@ -206,7 +255,7 @@ func (c *claim) fastArgs(ask bool) []string {
 // trying again: the current holder's remaining TTL.
 func (c *claim) tryFast(ctx context.Context, ask bool, cmds [][]string) (*Lease, time.Duration, []resp.Value, error) {
 	start := time.Now()
-	v, rest, err := runWith(ctx, c.l.client, acquireScript, false, c.names.fastKeys(), c.fastArgs(ask), cmds)
+	v, rest, err := runWith(ctx, c.cmd, acquireScript, false, c.names.fastKeys(), c.fastArgs(ask), cmds)
 	ls, remaining, err := c.acquiredFast(start, v, err)
 	if ls == nil {
 		rest = nil
@@ -221,8 +270,10 @@ func (c *claim) awaitFast(ctx context.Context, s sentAttempt) (*Lease, time.Dura
 	if err == nil {
 		v = replies[0]
 		err = v.Err()
-		if errors.Is(err, resp.NoScript) {
-			ls, remaining, _, err := c.tryFast(ctx, true, nil) // loads the script
+		if errors.Is(err, resp.NoScript) || errors.Is(err, resp.Moved) || errors.Is(err, resp.Ask) {
+			// Not run: the script is not loaded there, or the slot has
+			// moved. The cluster client follows a redirect.
+			ls, remaining, _, err := c.tryFast(ctx, true, nil)
 			return ls, remaining, err
 		}
 	}

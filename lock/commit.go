@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockstate"
 	"github.com/batonlock/baton/resp"
 )
@@ -14,7 +13,9 @@ func init() {
 	lockstate.Register(lockstate.Ops[Locker, Lease]{
 		LockThen: (*Locker).lockThen,
 		Commit:   (*Lease).commit,
-		Client:   func(l *Locker) *conn.Client { return l.client },
+		Commander: func(l *Locker, key string) lockstate.Commander {
+			return l.nodes.commander(key)
+		},
 	})
 }
 
@@ -66,7 +67,7 @@ func (ls *Lease) commit(ctx context.Context, w lockstate.Write, keep bool) (held
 	} else {
 		keys = []string{c.names.lock, w.Key, c.names.wanted}
 	}
-	v, err := run(ctx, l.client, s, false, keys, commitArgs(&w, c, true)...)
+	v, err := run(ctx, c.cmd, s, false, keys, commitArgs(&w, c, true)...)
 	if err != nil {
 		return false, c.errorf("commit", err)
 	}

@@ -13,7 +13,7 @@ import (
 // another reason) decides who attempts: the same owner never has two
 // attempts in flight.
 type earlyAttempt struct {
-	l     *Locker
+	node  *conn.Client     // the client of the server that holds the key
 	cmd   []string         // the acquire script call, EVALSHA form
 	armed atomic.Bool      // set by the waiter before it sleeps
 	sent  chan sentAttempt // capacity 1: what the hook did once it disarmed
@@ -33,7 +33,7 @@ func (e *earlyAttempt) send() {
 		return
 	}
 	s := sentAttempt{at: time.Now()}
-	if cn := e.l.client.Current(); cn != nil {
+	if cn := e.node.Current(); cn != nil {
 		s.pending, _ = cn.Start(e.cmd)
 	}
 	e.sent <- s

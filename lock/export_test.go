@@ -54,7 +54,7 @@ func Deadline(ls *Lease) time.Time {
 func WithQueueLease(d time.Duration) Option     { return Option(lockconf.WithQueueLease(d)) }
 func WithReleaseTimeout(d time.Duration) Option { return Option(lockconf.WithReleaseTimeout(d)) }
 
-// Write, Commit and Client are what package manager reaches through
+// Write, Commit and Node are what package manager reaches through
 // lockstate.
 type Write = lockstate.Write
 
@@ -62,4 +62,7 @@ func Commit(ctx context.Context, ls *Lease, w Write, keep bool) (bool, error) {
 	return ls.commit(ctx, w, keep)
 }
 
-func Client(l *Locker) *conn.Client { return l.client }
+// Node is the client of the server that holds key's lock.
+func Node(ctx context.Context, l *Locker, key string) (*conn.Client, error) {
+	return l.nodes.node(ctx, key)
+}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/resp"
+	"github.com/batonlock/baton/subscriber"
 )
 
 // lockFair queues for the lock and waits to be handed it. A hand-off
@@ -16,12 +17,12 @@ import (
 // lost.
 func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
 	l := c.l
-	w, err := l.sub.Directed()
+	sub, w, err := c.listenFair(ctx)
 	if err != nil {
-		return nil, nil, c.errorf("wait", err)
+		return nil, nil, err
 	}
-	defer w.Close()
-	ls, queuedAfter, replies, err := c.fairAttempt(ctx, w.ID(), true, cmds, 0)
+	defer func() { w.Close() }()
+	ls, queuedAfter, replies, err := c.fairAttempt(ctx, sub, w, true, cmds, 0)
 	if ls != nil || err != nil {
 		return ls, replies, err
 	}
@@ -49,7 +50,17 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			c.releaseInBackground()
 			return nil, nil, c.errorf("wait", ErrClosed)
 		}
-		ls, seen, replies, err := c.fairAttempt(ctx, w.ID(), true, withCmds, queuedAfter)
+		if l.nodes.stale(sub, c.key) {
+			// The key's slot moved. PUBLISH reaches every node of a
+			// cluster, but the old one may be gone: listen on the new
+			// one. The attempt below tells the queue where.
+			w.Close()
+			if sub, w, err = c.listenFair(ctx); err != nil {
+				c.releaseInBackground()
+				return nil, nil, err
+			}
+		}
+		ls, seen, replies, err := c.fairAttempt(ctx, sub, w, true, withCmds, queuedAfter)
 		if ls != nil || err != nil {
 			return ls, replies, err
 		}
@@ -59,20 +70,35 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 	}
 }
 
+// listenFair registers the claim's waiter for hand-offs, on the
+// Subscriber of the key's node. The waiter is never nil, so that it can
+// always be closed.
+func (c *claim) listenFair(ctx context.Context) (*subscriber.Subscriber, *subscriber.Waiter, error) {
+	sub, err := c.l.nodes.subscriber(ctx, c.key)
+	if err != nil {
+		return nil, nil, c.errorf("wait", c.stopReason(err))
+	}
+	w, err := sub.Directed()
+	if err != nil {
+		return nil, nil, c.errorf("wait", err)
+	}
+	return sub, w, nil
+}
+
 // fairAttempt runs the fair acquire script once, with cmds in the same
 // write: it takes the lock if it is free and nobody is queued, confirms an
 // offer made to the caller, and otherwise queues the caller (when queue is
 // set) or renews its place. When not acquired it also returns the last
 // fencing token handed out; queuedAfter is recorded on a lease it grants.
-func (c *claim) fairAttempt(ctx context.Context, id uint64, queue bool, cmds [][]string, queuedAfter uint64) (*Lease, uint64, []resp.Value, error) {
+func (c *claim) fairAttempt(ctx context.Context, sub *subscriber.Subscriber, w *subscriber.Waiter, queue bool, cmds [][]string, queuedAfter uint64) (*Lease, uint64, []resp.Value, error) {
 	l := c.l
-	queueArg := "0"
+	queueArg, id, channel := "0", "0", ""
 	if queue {
-		queueArg = "1"
+		queueArg, id, channel = "1", strconv.FormatUint(w.ID(), 10), sub.Channel()
 	}
 	start := time.Now()
-	v, rest, err := runWith(ctx, l.client, fairAcquireScript, false, c.names.fairKeys(),
-		[]string{c.owner, l.ttlArg, strconv.FormatUint(id, 10), l.sub.Channel(), l.queueLeaseArg, queueArg, l.retentionArg, l.windowArg}, cmds)
+	v, rest, err := runWith(ctx, c.cmd, fairAcquireScript, false, c.names.fairKeys(),
+		[]string{c.owner, l.ttlArg, id, channel, l.queueLeaseArg, queueArg, l.retentionArg, l.windowArg}, cmds)
 	ls, seen, err := c.fairAcquired(start, v, err, queuedAfter)
 	if ls == nil {
 		rest = nil

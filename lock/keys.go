@@ -70,6 +70,7 @@ type claim struct {
 	key   string
 	names keyNames
 	owner string // 128 random bits
+	cmd   commander // where the lock's commands go
 	// asker is "<waiter-id> <channel>" where a hand-off reaches this
 	// claim's waiter; set by a fast-mode Lock before it first asks.
 	asker string
@@ -80,7 +81,7 @@ type claim struct {
 }
 
 func (l *Locker) newClaim(key string) *claim {
-	ls := &Lease{c: claim{l: l, key: key, names: l.keyNames(key), owner: rand.Text()}}
+	ls := &Lease{c: claim{l: l, key: key, names: l.keyNames(key), owner: rand.Text(), cmd: l.nodes.commander(key)}}
 	ls.c.lease = ls
 	return &ls.c
 }

@@ -177,7 +177,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return c.errorf("extend", ErrNotHeld)
 	}
 	start := time.Now()
-	v, err := run(ctx, c.l.client, extendScript, false, []string{c.names.lock}, c.owner, millis(ttl))
+	v, err := run(ctx, c.cmd, extendScript, false, []string{c.names.lock}, c.owner, millis(ttl))
 	if err != nil {
 		return c.errorf("extend", err)
 	}

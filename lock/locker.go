@@ -23,9 +23,8 @@ const handoffWindow = 500 * time.Millisecond
 
 // Locker hands out leases on named locks.
 type Locker struct {
-	client *conn.Client
-	sub    *subscriber.Subscriber
-	owns   bool // Open made client and sub, so Close closes them
+	nodes backend // the server or cluster, and the Subscribers
+	owns  bool    // Open made the connections, so Close closes them
 	opts   lockconf.Options
 
 	// The options in milliseconds, as sent; set once in newLocker.
@@ -50,6 +49,13 @@ type Locker struct {
 // Open connects to addr (host:port or a URL, see conn.Dial) with a command
 // connection and a subscriber, and returns a Locker that owns both.
 //
+// A redis+cluster:// or rediss+cluster:// URL (see cluster.ParseURL)
+// opens the Locker on a Redis Cluster: each lock's commands go to the
+// primary that serves its slot, following MOVED and ASK, and each primary
+// that holds a lock someone waits for gets a subscriber of its own, since
+// a node publishes the keyspace events of its own keys alone. A waiter
+// whose key's slot moves listens on the new node from its next attempt.
+//
 // Where the server allows CONFIG GET, Open refuses a maxmemory-policy that
 // may evict keys (an error matching ErrInvalid that names the setting),
 // unless WithEvictionAllowed is given: an evicted lock is a lock held
@@ -65,6 +71,9 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
+	if isClusterURL(addr) {
+		return openCluster(ctx, addr, o)
+	}
 	client, err := conn.NewClient(addr, o.ConnOptions...)
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
@@ -73,19 +82,24 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 		_ = client.Close()
 		return nil, err
 	}
-	subOpts := []subscriber.Option{subscriber.WithConnOptions(o.ConnOptions...)}
-	if o.Fair {
-		subOpts = append(subOpts, subscriber.WithoutKeyspaceEvents())
-	}
-	subOpts = append(subOpts, o.SubscriberOptions...)
-	sub, err := subscriber.New(ctx, addr, subOpts...)
+	sub, err := subscriber.New(ctx, addr, subscriberOptions(o, o.ConnOptions)...)
 	if err != nil {
 		_ = client.Close()
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	l := newLocker(client, sub, o)
+	l := newLocker(single{client, sub}, o)
 	l.owns = true
 	return l, nil
+}
+
+// subscriberOptions are the options of the Subscribers Open makes, with
+// connOpts for their connections.
+func subscriberOptions(o lockconf.Options, connOpts []conn.Option) []subscriber.Option {
+	subOpts := []subscriber.Option{subscriber.WithConnOptions(connOpts...)}
+	if o.Fair {
+		subOpts = append(subOpts, subscriber.WithoutKeyspaceEvents())
+	}
+	return append(subOpts, o.SubscriberOptions...)
 }
 
 // prepareServer connects, checks the eviction policy and loads the
@@ -106,7 +120,7 @@ func prepareServer(ctx context.Context, client *conn.Client, o lockconf.Options)
 // checkEviction refuses a server whose maxmemory-policy may evict keys.
 // Every policy but noeviction may evict a lock: the volatile ones pick
 // among keys with a TTL, which every lock key has.
-func checkEviction(ctx context.Context, client *conn.Client) error {
+func checkEviction(ctx context.Context, client commander) error {
 	v, err := client.Do(ctx, "CONFIG", "GET", "maxmemory-policy")
 	var refused *resp.Error
 	if errors.As(err, &refused) {
@@ -134,13 +148,12 @@ func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, err
 	if err != nil {
 		return nil, err
 	}
-	return newLocker(c, s, o), nil
+	return newLocker(single{c, s}, o), nil
 }
 
-func newLocker(c *conn.Client, s *subscriber.Subscriber, o lockconf.Options) *Locker {
+func newLocker(nodes backend, o lockconf.Options) *Locker {
 	l := &Locker{
-		client:        c,
-		sub:           s,
+		nodes:         nodes,
 		opts:          o,
 		ttlArg:        millis(o.TTL),
 		queueLeaseArg: millis(o.QueueLease),
@@ -187,9 +200,7 @@ func (l *Locker) Close() error {
 		case <-timer.C:
 			// A call is stuck on the server: break the connection it
 			// waits on.
-			if cn := l.client.Current(); cn != nil {
-				_ = cn.Close()
-			}
+			l.nodes.interrupt()
 			<-idle
 		}
 		timer.Stop()
@@ -212,7 +223,7 @@ func (l *Locker) Close() error {
 	l.stopBackground()
 	l.background.Wait()
 	if l.owns {
-		errs = append(errs, l.sub.Close(), l.client.Close())
+		errs = append(errs, l.nodes.close())
 	}
 	return errors.Join(errs...)
 }

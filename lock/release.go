@@ -59,7 +59,7 @@ func (c *claim) releaseInBackground() {
 func (c *claim) withdrawInBackground() {
 	c.l.inBackground(func(ctx context.Context) {
 		_, _ = c.l.retryUncertain(ctx, func(ctx context.Context) (resp.Value, error) {
-			return run(ctx, c.l.client, withdrawScript, false, c.names.fastKeys(), c.owner)
+			return run(ctx, c.cmd, withdrawScript, false, c.names.fastKeys(), c.owner)
 		})
 	})
 }
@@ -123,15 +123,15 @@ func (c *claim) sendRelease(ctx context.Context, w *lockstate.Write, style lockc
 	l, n := c.l, c.names
 	switch {
 	case w != nil && l.opts.Fair:
-		return run(ctx, l.client, fairCommitScript, true, append(n.fairKeys(), w.Key), commitArgs(w, c, false)...)
+		return run(ctx, c.cmd, fairCommitScript, true, append(n.fairKeys(), w.Key), commitArgs(w, c, false)...)
 	case w != nil:
-		return run(ctx, l.client, commitScript, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c, false)...)
+		return run(ctx, c.cmd, commitScript, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c, false)...)
 	case l.opts.Fair:
-		return run(ctx, l.client, fairReleaseScript, true, n.fairKeys(), c.owner, l.windowArg)
+		return run(ctx, c.cmd, fairReleaseScript, true, n.fairKeys(), c.owner, l.windowArg)
 	case style == lockconf.ReleaseEval:
-		return run(ctx, l.client, plainReleaseScript, false, []string{n.lock}, c.owner)
+		return run(ctx, c.cmd, plainReleaseScript, false, []string{n.lock}, c.owner)
 	case style == lockconf.ReleaseGetDel:
-		v, err := l.client.Do(ctx, "GETDEL", n.lock)
+		v, err := c.cmd.Do(ctx, "GETDEL", n.lock)
 		if err != nil {
 			return v, err
 		}
@@ -141,7 +141,7 @@ func (c *claim) sendRelease(ctx context.Context, w *lockstate.Write, style lockc
 		}
 		return resp.Value{Type: resp.Integer, Int: released}, nil
 	}
-	return run(ctx, l.client, releaseScript, true, []string{n.lock, n.wanted}, c.owner, l.windowArg)
+	return run(ctx, c.cmd, releaseScript, true, []string{n.lock, n.wanted}, c.owner, l.windowArg)
 }
 
 // retried is a reply after retryUncertain, with the uncertain error of the

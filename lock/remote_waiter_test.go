@@ -108,7 +108,9 @@ func TestRemoteWaiterProcess(t *testing.T) {
 	// Read the fencing counter on the Locker's own connection, just ahead
 	// of the Lock's first command: acquisitions counted from there are the
 	// ones that came after the waiter asked.
-	cn := lock.Client(l).Current()
+	node, err := lock.Node(ctx, l, "hot")
+	require.NoError(t, err)
+	cn := node.Current()
 	require.NotNil(t, cn)
 	counter, err := cn.Start([]string{"GET", "baton:{hot}:fence"})
 	require.NoError(t, err)

@@ -210,14 +210,14 @@ func loadScripts(ctx context.Context, c *conn.Client) {
 // run executes s on keys with args, preceded in the same write by a PING
 // when ping is set (the release's wire rule), and returns the script's
 // reply. An error reply comes back as the error too.
-func run(ctx context.Context, c *conn.Client, s script, ping bool, keys []string, args ...string) (resp.Value, error) {
+func run(ctx context.Context, c commander, s script, ping bool, keys []string, args ...string) (resp.Value, error) {
 	v, _, err := runWith(ctx, c, s, ping, keys, args, nil)
 	return v, err
 }
 
 // runWith is run with further commands sent right after the script, in the
 // same write; their replies come back after the script's.
-func runWith(ctx context.Context, c *conn.Client, s script, ping bool, keys, args []string, after [][]string) (resp.Value, []resp.Value, error) {
+func runWith(ctx context.Context, c commander, s script, ping bool, keys, args []string, after [][]string) (resp.Value, []resp.Value, error) {
 	v, rest, err := s.call(ctx, c, false, ping, keys, args, after)
 	if errors.Is(err, resp.NoScript) {
 		v, rest, err = s.call(ctx, c, true, ping, keys, args, after)
@@ -238,7 +238,7 @@ func (s script) command(eval bool, keys, args []string) []string {
 	return append(cmd, args...)
 }
 
-func (s script) call(ctx context.Context, c *conn.Client, eval, ping bool, keys, args []string, after [][]string) (resp.Value, []resp.Value, error) {
+func (s script) call(ctx context.Context, c commander, eval, ping bool, keys, args []string, after [][]string) (resp.Value, []resp.Value, error) {
 	cmd := s.command(eval, keys, args)
 	var replies []resp.Value
 	var err error

@@ -26,7 +26,11 @@ func (ls *Lease) Wanted() <-chan struct{} {
 // lease ends or the Locker closes.
 func (ls *Lease) watchWanted(done <-chan struct{}, wanted chan struct{}) {
 	c, l := &ls.c, ls.c.l
-	w, err := l.sub.WatchChannel(l.bgCtx, c.names.wanted)
+	sub, err := l.nodes.subscriber(l.bgCtx, c.key)
+	if err != nil {
+		return // the Locker or the key's node is unreachable
+	}
+	w, err := sub.WatchChannel(l.bgCtx, c.names.wanted)
 	if err != nil {
 		return // the Locker or its subscriber is closing
 	}
@@ -47,10 +51,10 @@ func (ls *Lease) watchWanted(done <-chan struct{}, wanted chan struct{}) {
 func (ls *Lease) requestStands() bool {
 	c, l := &ls.c, ls.c.l
 	if l.opts.Fair {
-		v, err := l.client.Do(l.bgCtx, "ZCARD", c.names.queue)
+		v, err := c.cmd.Do(l.bgCtx, "ZCARD", c.names.queue)
 		return err == nil && v.Int > 0
 	}
-	v, err := l.client.Do(l.bgCtx, "GET", c.names.wanted)
+	v, err := c.cmd.Do(l.bgCtx, "GET", c.names.wanted)
 	return err == nil && v.Str != "" && !hasOwner(v.Str, c.owner)
 }
 

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -50,8 +49,15 @@ type Ops[Locker, Lease any] struct {
 	// and the error matches lock.ErrNotHeld; an error matching
 	// conn.UncertainError means the write may or may not have landed.
 	Commit func(ls *Lease, ctx context.Context, w Write, keep bool) (held bool, err error)
-	// Client is the Locker's command connection.
-	Client func(l *Locker) *conn.Client
+	// Commander is where the Locker sends the commands on key's lock
+	// and on the state kept under it (which shares its hash tag).
+	Commander func(l *Locker, key string) Commander
+}
+
+// Commander runs commands on the server, or the cluster node, that holds
+// one lock's keys.
+type Commander interface {
+	Do(ctx context.Context, args ...string) (resp.Value, error)
 }
 
 var registered any // an Ops[lock.Locker, lock.Lease], set by Register

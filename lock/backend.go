@@ -1,0 +1,75 @@
+package lock
+
+import (
+	"context"
+	"errors"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/resp"
+	"github.com/batonlock/baton/subscriber"
+)
+
+// commander runs commands on the server that holds one lock's keys: a
+// *conn.Client on a single server, a cluster client bound to the lock's
+// slot on a Redis Cluster. A batch given to DoMulti leaves in one write,
+// on either.
+type commander interface {
+	Do(ctx context.Context, args ...string) (resp.Value, error)
+	DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, error)
+}
+
+// backend is what a Locker runs on: one server (single), or a Redis
+// Cluster (clustered), where each lock's commands go to the primary of its
+// slot and its waiters listen there.
+type backend interface {
+	// commander is where the commands on the lock key go.
+	commander(key string) commander
+	// node is the client of the server that holds key, for the early
+	// attempts that the subscriber's reader sends on its current
+	// connection. ctx bounds a topology refresh, on a cluster.
+	node(ctx context.Context, key string) (*conn.Client, error)
+	// waiting reports whether this process has a waiter on key's lock
+	// (a name from keyNames). It never dials.
+	waiting(lockName string) bool
+	// subscriber is the Subscriber that hears key's releases, hand-offs
+	// and requests.
+	subscriber(ctx context.Context, key string) (*subscriber.Subscriber, error)
+	// stale reports whether s no longer hears key's releases: key's slot
+	// has moved to another node since s was given out for it, as far as
+	// this process has learnt. It never dials.
+	stale(s *subscriber.Subscriber, key string) bool
+	// interrupt fails the calls in flight, for a Close that a stuck call
+	// holds up.
+	interrupt()
+	// close closes the connections, for a Locker that made them.
+	close() error
+}
+
+// single is the backend of one server: one command client and one
+// Subscriber for every lock.
+type single struct {
+	client *conn.Client
+	sub    *subscriber.Subscriber
+}
+
+func (s single) commander(string) commander { return s.client }
+
+func (s single) node(context.Context, string) (*conn.Client, error) { return s.client, nil }
+
+func (s single) waiting(lockName string) bool { return s.sub.Waiting(lockName) }
+
+func (s single) subscriber(context.Context, string) (*subscriber.Subscriber, error) {
+	return s.sub, nil
+}
+
+func (single) stale(*subscriber.Subscriber, string) bool { return false }
+
+func (s single) interrupt() {
+	if cn := s.client.Current(); cn != nil {
+		_ = cn.Close()
+	}
+}
+
+func (s single) close() error {
+	return errors.Join(s.sub.Close(), s.client.Close())
+}

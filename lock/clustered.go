@@ -1,0 +1,131 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/batonlock/baton/cluster"
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/resp"
+	"github.com/batonlock/baton/subscriber"
+)
+
+// clustered is the backend of a Redis Cluster. A lock's commands go to the
+// primary of its slot through the cluster client, which follows MOVED and
+// ASK. Keyspace events are published only by the node that holds the key,
+// so each primary that holds a watched lock gets a Subscriber of its own,
+// made on first use and kept until Close. Directed messages and requests
+// go by PUBLISH, which a cluster forwards to every node, so a waiter hears
+// them on its key's node's Subscriber too.
+type clustered struct {
+	client  *cluster.Client
+	subOpts []subscriber.Option // for each node's Subscriber
+
+	mu     sync.Mutex
+	subs   map[string]*subscriber.Subscriber // guarded by mu: by node address
+	addrs  map[*subscriber.Subscriber]string // guarded by mu: the inverse of subs
+	closed bool                              // guarded by mu
+}
+
+func newClustered(c *cluster.Client, subOpts []subscriber.Option) *clustered {
+	return &clustered{
+		client:  c,
+		subOpts: subOpts,
+		subs:    map[string]*subscriber.Subscriber{},
+		addrs:   map[*subscriber.Subscriber]string{},
+	}
+}
+
+// slotCommander is the cluster client bound to one lock's slot.
+type slotCommander struct {
+	client *cluster.Client
+	key    string
+}
+
+func (s slotCommander) Do(ctx context.Context, args ...string) (resp.Value, error) {
+	return s.client.Do(ctx, s.key, args...)
+}
+
+func (s slotCommander) DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, error) {
+	return s.client.DoMulti(ctx, s.key, cmds...)
+}
+
+func (b *clustered) commander(key string) commander { return slotCommander{b.client, key} }
+
+func (b *clustered) node(ctx context.Context, key string) (*conn.Client, error) {
+	return b.client.Node(ctx, key)
+}
+
+func (b *clustered) waiting(lockName string) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, s := range b.subs {
+		if s.Waiting(lockName) {
+			return true
+		}
+	}
+	return false
+}
+
+// subscriber returns the Subscriber of the node that serves key, dialing
+// one if there is none yet. The dial happens outside mu, so that a node
+// that does not answer holds up only the callers that need it.
+func (b *clustered) subscriber(ctx context.Context, key string) (*subscriber.Subscriber, error) {
+	node, err := b.client.Node(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	addr := node.Addr()
+	b.mu.Lock()
+	s, ok := b.subs[addr]
+	closed := b.closed
+	b.mu.Unlock()
+	switch {
+	case closed:
+		return nil, ErrClosed
+	case ok:
+		return s, nil
+	}
+	s, err = subscriber.New(ctx, addr, b.subOpts...)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", addr, err)
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed {
+		_ = s.Close()
+		return nil, ErrClosed
+	}
+	if other, ok := b.subs[addr]; ok {
+		_ = s.Close() // another caller dialed it first
+		return other, nil
+	}
+	b.subs[addr], b.addrs[s] = s, addr
+	return s, nil
+}
+
+func (b *clustered) stale(s *subscriber.Subscriber, key string) bool {
+	owner, ok := b.client.Owner(key)
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return ok && owner != b.addrs[s]
+}
+
+// interrupt closes the cluster client: a cluster has no single connection
+// to break. The leases Close then finds still held are left to their TTL.
+func (b *clustered) interrupt() { _ = b.client.Close() }
+
+func (b *clustered) close() error {
+	b.mu.Lock()
+	b.closed = true
+	subs := b.subs
+	b.subs, b.addrs = nil, nil
+	b.mu.Unlock()
+	var errs []error
+	for _, s := range subs {
+		errs = append(errs, s.Close())
+	}
+	return errors.Join(append(errs, b.client.Close())...)
+}

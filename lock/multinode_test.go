@@ -1,0 +1,131 @@
+package lock_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/cluster"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+// clusterURL is the address lock.Open takes for c.
+func clusterURL(c *redistest.Cluster) string {
+	return "redis+cluster://" + strings.Join(c.Seeds(), ",")
+}
+
+// keysOnEveryPrimary returns n keys per primary of c, whose locks live on
+// every primary in turn.
+func keysOnEveryPrimary(t *testing.T, c *redistest.Cluster, primaries, n int) []string {
+	t.Helper()
+	per := map[string][]string{}
+	var keys []string
+	for i := 0; len(keys) < primaries*n; i++ {
+		key := "k" + strconv.Itoa(i)
+		owner := c.Primary(t, cluster.Slot("baton:{"+key+"}")).Addr
+		if len(per[owner]) < n {
+			per[owner] = append(per[owner], key)
+			keys = append(keys, key)
+		}
+		require.Less(t, i, 10000, "no key found for some primary")
+	}
+	require.Len(t, per, primaries)
+	return keys
+}
+
+// contend has every Locker's goroutines take each key's lock rounds times
+// and add one to a counter kept under it, read and written through the
+// cluster client. An atomic flag per key catches two holders at once, and
+// every count must come out exact.
+func contend(t *testing.T, cc *cluster.Client, lockers []*lock.Locker, keys []string, workers, rounds int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	held := make(map[string]*atomic.Bool, len(keys))
+	for _, k := range keys {
+		held[k] = new(atomic.Bool)
+		_, err := cc.Do(ctx, "baton:{"+k+"}", "DEL", "count:{"+k+"}")
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	errs := make(chan error, len(lockers)*workers)
+	for _, l := range lockers {
+		for range workers {
+			wg.Go(func() {
+				for r := range rounds {
+					key := keys[r%len(keys)]
+					if err := incrementUnder(ctx, cc, l, key, held[key]); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	want := len(lockers) * workers * rounds / len(keys)
+	for _, k := range keys {
+		v, err := cc.Do(ctx, "baton:{"+k+"}", "GET", "count:{"+k+"}")
+		require.NoError(t, err)
+		require.Equal(t, strconv.Itoa(want), v.Str, "count of %s", k)
+	}
+}
+
+// incrementUnder takes key's lock and adds one to its counter with a GET
+// and a SET, which only mutual exclusion keeps from losing increments.
+func incrementUnder(ctx context.Context, cc *cluster.Client, l *lock.Locker, key string, held *atomic.Bool) error {
+	ls, err := l.Lock(ctx, key)
+	if err != nil {
+		return err
+	}
+	if !held.CompareAndSwap(false, true) {
+		return fmt.Errorf("two holders of %s", key)
+	}
+	counter := "count:{" + key + "}"
+	v, err := cc.Do(ctx, counter, "GET", counter)
+	if err == nil {
+		n, _ := strconv.Atoi(v.Str)
+		_, err = cc.Do(ctx, counter, "SET", counter, strconv.Itoa(n+1))
+	}
+	held.Store(false)
+	if err != nil {
+		return err
+	}
+	return ls.Unlock(ctx)
+}
+
+// TestLocksOnEveryPrimaryOfACluster opens Lockers on a cluster URL and
+// runs contended increments on keys whose locks live on each of three
+// primaries, in both modes: no two holders at once, no increment lost.
+func TestLocksOnEveryPrimaryOfACluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	cc, err := cluster.New(ctx, c.Seeds())
+	require.NoError(t, err)
+	defer cc.Close()
+	keys := keysOnEveryPrimary(t, c, 3, 2)
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			var lockers []*lock.Locker
+			for range 3 {
+				l, err := lock.Open(ctx, clusterURL(c), modeOptions(mode)...)
+				require.NoError(t, err)
+				defer l.Close()
+				lockers = append(lockers, l)
+			}
+			contend(t, cc, lockers, keys, 4, 60)
+		})
+	}
+}

@@ -1,0 +1,44 @@
+package lock
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/batonlock/baton/cluster"
+	"github.com/batonlock/baton/internal/lockconf"
+)
+
+// isClusterURL reports whether addr names a Redis Cluster
+// (redis+cluster:// or rediss+cluster://, see cluster.ParseURL).
+func isClusterURL(addr string) bool {
+	scheme, _, ok := strings.Cut(addr, "://")
+	return ok && (scheme == "redis+cluster" || scheme == "rediss+cluster")
+}
+
+// openCluster is Open on a Redis Cluster. The options of WithConnOptions
+// follow the URL's, so they win where both set the same thing.
+//
+// The eviction check asks the primary of slot 0 alone: a cluster's nodes
+// are meant to share one configuration, and the check is a guard against
+// a mistake, not a proof.
+func openCluster(ctx context.Context, addr string, o lockconf.Options) (*Locker, error) {
+	seeds, urlOpts, err := cluster.ParseURL(addr)
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	connOpts := append(urlOpts, o.ConnOptions...)
+	client, err := cluster.New(ctx, seeds, cluster.WithConnOptions(connOpts...))
+	if err != nil {
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	if !o.EvictionAllowed {
+		if err := checkEviction(ctx, slotCommander{client, ""}); err != nil {
+			_ = client.Close()
+			return nil, err
+		}
+	}
+	l := newLocker(newClustered(client, subscriberOptions(o, connOpts)), o)
+	l.owns = true
+	return l, nil
+}
