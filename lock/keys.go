@@ -69,7 +69,7 @@ type claim struct {
 	l     *Locker
 	key   string
 	names keyNames
-	owner string // 128 random bits
+	owner string    // 128 random bits
 	cmd   commander // where the lock's commands go
 	// asker is "<waiter-id> <channel>" where a hand-off reaches this
 	// claim's waiter; set by a fast-mode Lock before it first asks.

@@ -25,7 +25,7 @@ const handoffWindow = 500 * time.Millisecond
 type Locker struct {
 	nodes backend // the server or cluster, and the Subscribers
 	owns  bool    // Open made the connections, so Close closes them
-	opts   lockconf.Options
+	opts  lockconf.Options
 
 	// The options in milliseconds, as sent; set once in newLocker.
 	ttlArg, queueLeaseArg, retentionArg, windowArg string
