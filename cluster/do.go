@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/resp"
@@ -28,9 +29,12 @@ import (
 // and, while a slot is being migrated, those whose keys had not left yet.
 // So a batch that must not run twice should hold commands that are
 // redirected together, or are harmless to repeat: PING and one script on
-// keys of one hash tag, say. TRYAGAIN, which Redis sends for a multi-key
-// command whose keys a migration has split, is returned as a value, as is
-// every other error reply.
+// keys of one hash tag, say. A TRYAGAIN reply, which Redis sends for a
+// multi-key command whose keys a migration has split (some moved, some
+// not yet), means that command did not run either: the batch goes to the
+// same node again after a pause (10ms, doubling at each retry), until the
+// migration of the slot is done. Every other error reply is returned as a
+// value.
 //
 // When a node cannot be reached (its dial fails, or its connection was
 // found broken before the batch was written), nothing was sent: the Client
@@ -79,7 +83,17 @@ func (c *Client) DoMulti(ctx context.Context, key string, cmds ...[]string) ([]r
 			return nil, fmt.Errorf("cluster: %s on %s: %w", name, addr, err)
 		}
 		if !ok {
-			return replies, nil
+			refused := tryAgain(replies)
+			if refused == nil {
+				return replies, nil
+			}
+			if attempt > c.opts.maxRetries {
+				return nil, fmt.Errorf("cluster: %s: sent %d times: %w: %s: %w", name, attempt, ErrTooManyRetries, addr, refused)
+			}
+			if err := pause(ctx, tryAgainPause<<(attempt-1)); err != nil {
+				return nil, fmt.Errorf("cluster: %s: %w", name, err)
+			}
+			continue
 		}
 		if attempt > c.opts.maxRetries {
 			return nil, fmt.Errorf("cluster: %s: sent %d times: %w: %s: %w", name, attempt, ErrTooManyRetries, addr, rd.err)
@@ -133,6 +147,32 @@ func (c *Client) send(ctx context.Context, addr string, asking bool, cmds [][]st
 }
 
 var askingCommand = []string{"ASKING"}
+
+// tryAgainPause is the pause before the first retry of a batch answered
+// TRYAGAIN; it doubles at each further one.
+const tryAgainPause = 10 * time.Millisecond
+
+// tryAgain returns the first TRYAGAIN reply among replies, or nil.
+func tryAgain(replies []resp.Value) error {
+	for _, r := range replies {
+		if err := r.Err(); errors.Is(err, resp.TryAgain) {
+			return err
+		}
+	}
+	return nil
+}
+
+// pause waits d, or until ctx ends, whose error it then returns.
+func pause(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // batchName names a batch in errors as conn does: its first command, and
 // how many follow.

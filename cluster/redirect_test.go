@@ -304,3 +304,47 @@ func TestHandshakeRefusalIsNotRetried(t *testing.T) {
 	require.Equal(t, 2, a.count("AUTH secret"), "no dial after the refused one")
 	require.NotErrorIs(t, err, cluster.ErrTooManyRetries)
 }
+
+// TestTryAgainIsSentAgainAfterAPause: a node that answers TRYAGAIN (a
+// multi-key command whose keys a migration has split) ran nothing, so the
+// batch goes again, to the same node, after a pause, until it runs or the
+// retries run out.
+func TestTryAgainIsSentAgainAfterAPause(t *testing.T) {
+	for _, tt := range []struct {
+		name      string
+		refusals  int32
+		wantErr   bool
+		wantCalls int
+	}{
+		{"runs on the third try", 2, false, 3},
+		{"refused past the retries", 100, true, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			a := startNode(t)
+			var calls atomic.Int32
+			a.setScript(func(args []string) string {
+				switch {
+				case isCommand(args, "CLUSTER SHARDS"):
+					return allSlotsTo(t, a.Addr)
+				case isCommand(args, "PING"):
+					return "+PONG\r\n"
+				case calls.Add(1) <= tt.refusals:
+					return errReply("TRYAGAIN Multiple keys request during rehashing of slot")
+				}
+				return bulk("ran")
+			})
+			c := newClient(t, []string{a.Addr}, cluster.WithMaxRetries(2))
+			start := time.Now()
+			replies, err := c.DoMulti(testContext(t), "k", []string{"PING"}, []string{"EVAL", "s", "2", "{k}a", "{k}b"})
+			if tt.wantErr {
+				require.ErrorIs(t, err, cluster.ErrTooManyRetries)
+				require.ErrorIs(t, err, resp.TryAgain)
+			} else {
+				require.NoError(t, err)
+				require.Equal(t, "ran", replies[1].Str)
+			}
+			require.Equal(t, tt.wantCalls, int(calls.Load()))
+			require.GreaterOrEqual(t, time.Since(start), 2*cluster.TryAgainPause, "paused before each retry")
+		})
+	}
+}
