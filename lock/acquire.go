@@ -145,7 +145,11 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			continue
 		}
 		// A release we did not hear (a notification lost while the
-		// subscriber reconnects, say) is caught when the TTL runs out.
+		// subscriber reconnects, say) is caught when the TTL runs out,
+		// or sooner where the backend says (a slot that moved).
+		if r := l.nodes.recheck(); r > 0 && remaining > r {
+			remaining = r
+		}
 		if timer == nil {
 			timer = time.NewTimer(remaining)
 			defer timer.Stop()
@@ -270,9 +274,9 @@ func (c *claim) awaitFast(ctx context.Context, s sentAttempt) (*Lease, time.Dura
 	if err == nil {
 		v = replies[0]
 		err = v.Err()
-		if errors.Is(err, resp.NoScript) || errors.Is(err, resp.Moved) || errors.Is(err, resp.Ask) {
-			// Not run: the script is not loaded there, or the slot has
-			// moved. The cluster client follows a redirect.
+		if notRun(err) {
+			// The cluster client follows a redirect and waits out a
+			// TRYAGAIN; the script is loaded where it was not.
 			ls, remaining, _, err := c.tryFast(ctx, true, nil)
 			return ls, remaining, err
 		}
@@ -308,6 +312,20 @@ func (c *claim) acquiredFast(start time.Time, v resp.Value, err error) (*Lease, 
 	default:
 		return nil, time.Duration(-1-v.Int)*time.Millisecond + time.Millisecond, nil
 	}
+}
+
+// notRun reports whether an error reply to the early attempt, which goes
+// straight to a connection, says the script did not run and can be sent
+// again: it is not loaded there, or, on a cluster, its slot has moved
+// (MOVED), is moving (ASK), or has keys on two nodes while it moves
+// (TRYAGAIN).
+func notRun(err error) bool {
+	for _, p := range []resp.Prefix{resp.NoScript, resp.Moved, resp.Ask, resp.TryAgain} {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // mayHaveRun reports whether a failed call may still have run on the

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/resp"
@@ -38,6 +39,9 @@ type backend interface {
 	// has moved to another node since s was given out for it, as far as
 	// this process has learnt. It never dials.
 	stale(s *subscriber.Subscriber, key string) bool
+	// recheck is the longest a fast waiter sleeps before it tries again
+	// with no wake-up, or 0 for no bound but the holder's TTL.
+	recheck() time.Duration
 	// interrupt fails the calls in flight, for a Close that a stuck call
 	// holds up.
 	interrupt()
@@ -63,6 +67,8 @@ func (s single) subscriber(context.Context, string) (*subscriber.Subscriber, err
 }
 
 func (single) stale(*subscriber.Subscriber, string) bool { return false }
+
+func (single) recheck() time.Duration { return 0 }
 
 func (s single) interrupt() {
 	if cn := s.client.Current(); cn != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
@@ -112,6 +113,16 @@ func (b *clustered) stale(s *subscriber.Subscriber, key string) bool {
 	defer b.mu.Unlock()
 	return ok && owner != b.addrs[s]
 }
+
+// clusterRecheck bounds a fast waiter's sleep on a cluster. A slot can
+// move to another node while its waiters sleep, and the old node never
+// says so: the release they wait for is then published where they do not
+// listen. The attempt after the sleep finds the slot's new node (the
+// cluster client follows the MOVED reply), and the waiter listens there.
+// So a migration costs a waiter at most this much of a wait.
+const clusterRecheck = time.Second
+
+func (*clustered) recheck() time.Duration { return clusterRecheck }
 
 // interrupt closes the cluster client: a cluster has no single connection
 // to break. The leases Close then finds still held are left to their TTL.
