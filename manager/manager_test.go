@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,47 +48,71 @@ func TestModifyAndGet(t *testing.T) {
 }
 
 // TestConcurrentIncrementsAreExact: 4 instances × 8 goroutines × 250
-// increments on 4 tokens, in each lock mode, with and without hold.
+// increments on 4 tokens, in each lock mode, with and without hold, on one
+// server and on a Redis Cluster of three primaries, where the tokens'
+// locks and states are spread over every primary.
 func TestConcurrentIncrementsAreExact(t *testing.T) {
-	srv := redistest.Start(t)
-	for _, sc := range []struct {
-		name string
-		lock []lock.Option
-		hold time.Duration
-	}{
-		{name: "fast"},
-		{name: "fast+hold", hold: time.Second},
-		{name: "fair", lock: []lock.Option{lock.WithFair()}},
-		{name: "fair+hold", lock: []lock.Option{lock.WithFair()}, hold: time.Second},
-	} {
-		t.Run(sc.name, func(t *testing.T) {
-			srv.Do(t, "FLUSHALL")
-			ctx := context.Background()
-			var opts []manager.Option
-			if sc.hold > 0 {
-				opts = append(opts, manager.WithHold(sc.hold))
-			}
-			var wg sync.WaitGroup
-			for range 4 {
-				m := newManager(t, openLocker(t, srv, sc.lock...), opts...)
-				for g := range 8 {
-					wg.Go(func() {
-						for i := range 250 {
-							if !assert.NoError(t, m.Modify(ctx, "t"+strconv.Itoa((g+i)%4), increment)) {
-								return
-							}
-						}
-					})
-				}
-			}
-			wg.Wait()
-			check := manager.New[counter](openLocker(t, srv))
-			for i := range 4 {
-				v, err := check.Get(ctx, "t"+strconv.Itoa(i))
-				require.NoError(t, err)
-				require.Equal(t, 2000, v.N)
+	servers := map[string]func(t *testing.T) string{
+		"one server": func(t *testing.T) string { return redistest.Start(t).Addr },
+		"cluster": func(t *testing.T) string {
+			c := redistest.StartCluster(t, 3, 0)
+			return "redis+cluster://" + strings.Join(c.Seeds(), ",")
+		},
+	}
+	for name, start := range servers {
+		t.Run(name, func(t *testing.T) {
+			addr := start(t)
+			for _, sc := range []struct {
+				name string
+				lock []lock.Option
+				hold time.Duration
+			}{
+				{name: "fast"},
+				{name: "fast+hold", hold: time.Second},
+				{name: "fair", lock: []lock.Option{lock.WithFair()}},
+				{name: "fair+hold", lock: []lock.Option{lock.WithFair()}, hold: time.Second},
+			} {
+				t.Run(sc.name, func(t *testing.T) {
+					incrementConcurrently(t, addr, sc.name+"-t", sc.lock, sc.hold)
+				})
 			}
 		})
+	}
+}
+
+// incrementConcurrently runs TestConcurrentIncrementsAreExact's increments
+// on the tokens prefix0 to prefix3 at addr.
+func incrementConcurrently(t *testing.T, addr, prefix string, lockOpts []lock.Option, hold time.Duration) {
+	ctx := context.Background()
+	var opts []manager.Option
+	if hold > 0 {
+		opts = append(opts, manager.WithHold(hold))
+	}
+	openAt := func(opts ...lock.Option) *lock.Locker {
+		l, err := lock.Open(ctx, addr, opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, l.Close()) })
+		return l
+	}
+	var wg sync.WaitGroup
+	for range 4 {
+		m := newManager(t, openAt(lockOpts...), opts...)
+		for g := range 8 {
+			wg.Go(func() {
+				for i := range 250 {
+					if !assert.NoError(t, m.Modify(ctx, prefix+strconv.Itoa((g+i)%4), increment)) {
+						return
+					}
+				}
+			})
+		}
+	}
+	wg.Wait()
+	check := manager.New[counter](openAt())
+	for i := range 4 {
+		v, err := check.Get(ctx, prefix+strconv.Itoa(i))
+		require.NoError(t, err)
+		require.Equal(t, 2000, v.N)
 	}
 }
 
