@@ -23,12 +23,20 @@ func queueLen(t *testing.T, srv *redistest.Server, key string) int64 {
 
 func TestFairWaitersAcquireInArrivalOrder(t *testing.T) {
 	srv := redistest.Start(t)
-	var wg sync.WaitGroup
-	t.Cleanup(wg.Wait) // should the test stop early: after the lockers close
 	lockers := []*lock.Locker{
 		open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair()),
 		open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair()),
 	}
+	requireArrivalOrder(t, lockers, func(args ...string) int64 { return srv.Do(t, args...).Int })
+}
+
+// requireArrivalOrder queues 20 waiters for the lock "line", one at a time
+// from Lockers picked at random, behind a holder, and requires that they
+// acquire it in the order they queued and leave it free. do runs a command
+// on the server that holds the lock.
+func requireArrivalOrder(t *testing.T, lockers []*lock.Locker, do func(args ...string) int64) {
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // should the test stop early: after the lockers close
 	held := mustLock(t, lockers[0], "line")
 
 	var mu sync.Mutex
@@ -44,7 +52,7 @@ func TestFairWaitersAcquireInArrivalOrder(t *testing.T) {
 			})
 		})
 		// The next waiter arrives only once this one is queued.
-		redistest.Eventually(t, func() bool { return queueLen(t, srv, "line") == int64(i+1) }, 5*time.Second, time.Millisecond)
+		redistest.Eventually(t, func() bool { return do("ZCARD", "baton:{line}:queue") == int64(i+1) }, 5*time.Second, time.Millisecond)
 	}
 	mustUnlock(t, held)
 	wg.Wait()
@@ -53,7 +61,7 @@ func TestFairWaitersAcquireInArrivalOrder(t *testing.T) {
 		want[i] = i
 	}
 	require.Equal(t, want, order)
-	require.Zero(t, srv.Do(t, "EXISTS", "baton:{line}").Int)
+	require.Zero(t, do("EXISTS", "baton:{line}"))
 }
 
 func TestFairLockersExcludeEachOtherAndFenceInOrder(t *testing.T) {

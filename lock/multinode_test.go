@@ -176,3 +176,21 @@ func TestLocksFollowASlotMigratedDuringContention(t *testing.T) {
 		})
 	}
 }
+
+// TestFairWaitersAcquireInArrivalOrderOnACluster is the FIFO test on a
+// Redis Cluster of three primaries: directed hand-offs reach waiters of
+// four Lockers, each with its own cluster client and subscribers, in
+// order.
+func TestFairWaitersAcquireInArrivalOrderOnACluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	srv := c.Primary(t, cluster.Slot("baton:{line}"))
+	var lockers []*lock.Locker
+	for range 4 {
+		l, err := lock.Open(ctx, clusterURL(c), lock.WithFair())
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, l.Close()) })
+		lockers = append(lockers, l)
+	}
+	requireArrivalOrder(t, lockers, func(args ...string) int64 { return srv.Do(t, args...).Int })
+}
