@@ -214,7 +214,10 @@ func (c *claim) listenFast(ctx context.Context) (*fastListener, error) {
 		return nil, c.errorf("wait", err)
 	}
 	c.asker = formatAsker(handoff.ID(), sub.Channel())
-	early := &earlyAttempt{node: node, cmd: acquireScript.command(false, c.names.fastKeys(), c.fastArgs(true)), sent: make(chan sentAttempt, 1)}
+	early := &earlyAttempt{node: node, cmds: [][]string{acquireScript.command(false, c.names.fastKeys(), c.fastArgs(true))}, sent: make(chan sentAttempt, 1)}
+	if l.waitCmd != nil {
+		early.cmds = append(early.cmds, l.waitCmd)
+	}
 	release, err := sub.Watch(ctx, c.names.lock, subscriber.OnRelease(early.send))
 	if err != nil {
 		handoff.Close()
@@ -259,10 +262,13 @@ func (c *claim) fastArgs(ask bool) []string {
 // trying again: the current holder's remaining TTL.
 func (c *claim) tryFast(ctx context.Context, ask bool, cmds [][]string) (*Lease, time.Duration, []resp.Value, error) {
 	start := time.Now()
-	v, rest, err := runWith(ctx, c.cmd, acquireScript, false, c.names.fastKeys(), c.fastArgs(ask), cmds)
+	v, rest, short, err := c.l.runAcked(ctx, c.cmd, acquireScript, false, c.names.fastKeys(), c.fastArgs(ask), cmds)
 	ls, remaining, err := c.acquiredFast(start, v, err)
 	if ls == nil {
 		rest = nil
+	}
+	if ls != nil && short != nil {
+		return nil, 0, nil, c.unacknowledged(ctx, ls, short)
 	}
 	return ls, remaining, rest, err
 }
@@ -271,9 +277,13 @@ func (c *claim) tryFast(ctx context.Context, ask bool, cmds [][]string) (*Lease,
 func (c *claim) awaitFast(ctx context.Context, s sentAttempt) (*Lease, time.Duration, error) {
 	replies, err := s.pending.Wait(ctx)
 	var v resp.Value
+	var short error
 	if err == nil {
 		v = replies[0]
 		err = v.Err()
+		if len(replies) > 1 {
+			short = c.l.acknowledged(replies[1])
+		}
 		if notRun(err) {
 			// The cluster client follows a redirect and waits out a
 			// TRYAGAIN; the script is loaded where it was not.
@@ -281,7 +291,19 @@ func (c *claim) awaitFast(ctx context.Context, s sentAttempt) (*Lease, time.Dura
 			return ls, remaining, err
 		}
 	}
-	return c.acquiredFast(s.at, v, err)
+	ls, remaining, err := c.acquiredFast(s.at, v, err)
+	if ls != nil && short != nil {
+		return nil, 0, c.unacknowledged(ctx, ls, short)
+	}
+	return ls, remaining, err
+}
+
+// unacknowledged undoes an acquire whose WAIT counted too few replicas
+// (WithReplicaAck): the lock is the lease's on the primary, but a
+// failover could lose it. It returns the acquire's error.
+func (c *claim) unacknowledged(ctx context.Context, ls *Lease, short error) error {
+	_ = ls.unlock(ctx, nil)
+	return c.errorf("acquire", short)
 }
 
 // acquiredFast reads the acquire script's reply to an attempt sent at

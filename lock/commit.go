@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockstate"
 	"github.com/batonlock/baton/resp"
 )
@@ -67,9 +68,18 @@ func (ls *Lease) commit(ctx context.Context, w lockstate.Write, keep bool) (held
 	} else {
 		keys = []string{c.names.lock, w.Key, c.names.wanted}
 	}
-	v, err := run(ctx, c.cmd, s, false, keys, commitArgs(&w, c, true)...)
+	v, _, short, err := l.runAcked(ctx, c.cmd, s, false, keys, commitArgs(&w, c, true), nil)
 	if err != nil {
 		return false, c.errorf("commit", err)
+	}
+	if short != nil {
+		// Whatever the script did, the write may not survive a
+		// failover; and it did write, or refused on its own account.
+		defer func() {
+			if err == nil {
+				err = c.errorf("commit", &conn.UncertainError{Cause: short})
+			}
+		}()
 	}
 	n, err := integerReply(v, -2, 1)
 	if err != nil {

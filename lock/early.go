@@ -14,7 +14,7 @@ import (
 // attempts in flight.
 type earlyAttempt struct {
 	node  *conn.Client     // the client of the server that holds the key
-	cmd   []string         // the acquire script call, EVALSHA form
+	cmds  [][]string       // the acquire script call, EVALSHA form, and the WAIT if any
 	armed atomic.Bool      // set by the waiter before it sleeps
 	sent  chan sentAttempt // capacity 1: what the hook did once it disarmed
 }
@@ -34,7 +34,7 @@ func (e *earlyAttempt) send() {
 	}
 	s := sentAttempt{at: time.Now()}
 	if cn := e.node.Current(); cn != nil {
-		s.pending, _ = cn.Start(e.cmd)
+		s.pending, _ = cn.Start(e.cmds...)
 	}
 	e.sent <- s
 }

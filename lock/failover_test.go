@@ -82,3 +82,70 @@ func TestFencingTokensIncreaseAcrossAFailover(t *testing.T) {
 		require.NoError(t, l.Close())
 	}
 }
+
+// TestAFailoverLosesAnUnacknowledgedLockOnly shows what WithReplicaAck is
+// for, in both modes. A primary's replica is frozen and its link cut: a
+// Locker without the option still acquires there, and one with it is
+// refused with ErrReplicaAck. A lock acquired with the option before the
+// freeze, while the replica acknowledged, is held still after the primary
+// dies and the replica takes over; the unacknowledged one is gone, and a
+// second owner takes it while the first lease has seconds left: two
+// holders, which is what replication without acknowledgement allows.
+func TestAFailoverLosesAnUnacknowledgedLockOnly(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	ctx := context.Background()
+	primary := c.Nodes()[0]
+	replica := c.Nodes()[3]
+	// One mode's Lockers, with and without the option, and its keys.
+	type locks struct {
+		plain, acked *lock.Locker
+		kept         string      // acquired with acknowledgement, before the freeze
+		lostKey      string      // acquired without acknowledgement, during it
+		lost         *lock.Lease // lostKey's lease
+		refKey       string      // refused for want of acknowledgement
+	}
+	openLocker := func(opts ...lock.Option) *lock.Locker {
+		l, err := lock.Open(ctx, clusterURL(c), append(opts, lock.WithTTL(20*time.Second))...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		return l
+	}
+	modes := map[string]*locks{}
+	for _, mode := range []string{"fast", "fair"} {
+		m := &locks{
+			plain:   openLocker(modeOptions(mode)...),
+			acked:   openLocker(modeOptions(mode, lock.WithReplicaAck(1, 200*time.Millisecond))...),
+			kept:    keyOn(t, c, primary, "kept-"+mode),
+			lostKey: keyOn(t, c, primary, "lost-"+mode),
+			refKey:  keyOn(t, c, primary, "refused-"+mode),
+		}
+		_, err := m.acked.Lock(ctx, m.kept)
+		require.NoError(t, err)
+		modes[mode] = m
+	}
+
+	replica.Pause(t, 3*time.Second)
+	require.Equal(t, int64(1), primary.Do(t, "CLIENT", "KILL", "TYPE", "replica").Int)
+	for _, m := range modes {
+		var err error
+		m.lost, err = m.plain.Lock(ctx, m.lostKey)
+		require.NoError(t, err)
+		_, err = m.acked.Lock(ctx, m.refKey)
+		require.ErrorIs(t, err, lock.ErrReplicaAck)
+	}
+	c.Kill(t, primary)
+	c.WaitHealthy(t, 15*time.Second)
+	require.Equal(t, replica.Addr, c.Primary(t, cluster.Slot("baton:{"+modes["fast"].kept+"}")).Addr)
+
+	for mode, m := range modes {
+		second := openLocker(modeOptions(mode)...)
+		_, err := second.TryLock(ctx, m.kept)
+		require.ErrorIs(t, err, lock.ErrNotAcquired, "%s: the acknowledged lock survived the failover", mode)
+		ls, err := second.TryLock(ctx, m.lostKey)
+		require.NoError(t, err, "%s: the unacknowledged lock was lost with the primary", mode)
+		left := time.Until(lock.Deadline(m.lost))
+		require.Greater(t, left, time.Second, "%s: while its first lease still runs", mode)
+		t.Logf("%s: a second owner took the unacknowledged lock with %v left on the first lease", mode, left.Round(time.Millisecond))
+		require.NoError(t, ls.Unlock(ctx))
+	}
+}

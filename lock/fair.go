@@ -97,11 +97,14 @@ func (c *claim) fairAttempt(ctx context.Context, sub *subscriber.Subscriber, w *
 		queueArg, id, channel = "1", strconv.FormatUint(w.ID(), 10), sub.Channel()
 	}
 	start := time.Now()
-	v, rest, err := runWith(ctx, c.cmd, fairAcquireScript, false, c.names.fairKeys(),
+	v, rest, short, err := l.runAcked(ctx, c.cmd, fairAcquireScript, false, c.names.fairKeys(),
 		[]string{c.owner, l.ttlArg, id, channel, l.queueLeaseArg, queueArg, l.retentionArg, l.windowArg}, cmds)
 	ls, seen, err := c.fairAcquired(start, v, err, queuedAfter)
 	if ls == nil {
 		rest = nil
+	}
+	if ls != nil && short != nil {
+		return nil, 0, nil, c.unacknowledged(ctx, ls, short)
 	}
 	return ls, seen, rest, err
 }

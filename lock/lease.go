@@ -177,7 +177,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return c.errorf("extend", ErrNotHeld)
 	}
 	start := time.Now()
-	v, err := run(ctx, c.cmd, extendScript, false, []string{c.names.lock}, c.owner, millis(ttl))
+	v, _, short, err := c.l.runAcked(ctx, c.cmd, extendScript, false, []string{c.names.lock}, []string{c.owner, millis(ttl)}, nil)
 	if err != nil {
 		return c.errorf("extend", err)
 	}
@@ -188,6 +188,11 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if n != 1 {
 		ls.markLost()
 		return c.errorf("extend", ErrNotHeld)
+	}
+	if short != nil {
+		// The deadline stays where it was: a failover could bring back
+		// the lock as it was before the extension.
+		return c.errorf("extend", short)
 	}
 	if !ls.extendTo(start, ttl) {
 		return c.errorf("extend", ErrNotHeld)

@@ -29,6 +29,9 @@ type Locker struct {
 
 	// The options in milliseconds, as sent; set once in newLocker.
 	ttlArg, queueLeaseArg, retentionArg, windowArg string
+	// waitCmd is the WAIT sent after writes (WithReplicaAck), or nil;
+	// set once in newLocker.
+	waitCmd []string
 
 	background sync.WaitGroup // releases that outlive their callers, watchdogs, lease timers
 	// closing is done when Close begins: waiting Locks give up.
@@ -159,6 +162,7 @@ func newLocker(nodes backend, o lockconf.Options) *Locker {
 		queueLeaseArg: millis(o.QueueLease),
 		retentionArg:  millis(o.FenceRetention),
 		windowArg:     millis(min(o.TTL, handoffWindow)),
+		waitCmd:       waitCommand(o),
 		leases:        map[*Lease]struct{}{},
 	}
 	l.closing, l.beginClose = context.WithCancel(context.Background())

@@ -72,9 +72,6 @@ func WithEvictionAllowed() Option { return func(o *lockconf.Options) { o.Evictio
 // who needs the subscriber configured otherwise (say, with
 // subscriber.WithKeyspaceEventsConfigured where CONFIG is refused) makes
 // the connections and passes them to New.
-// who needs the subscriber configured otherwise (say, with
-// subscriber.WithKeyspaceEventsConfigured where CONFIG is refused) makes
-// the connections and passes them to New.
 func WithConnOptions(opts ...conn.Option) Option {
 	return func(o *lockconf.Options) { o.ConnOptions = append(o.ConnOptions, opts...) }
 }
@@ -102,6 +99,9 @@ func checkOptions(o lockconf.Options) error {
 		return fmt.Errorf("%w: fence retention %v, want at least the TTL %v", ErrInvalid, o.FenceRetention, o.TTL)
 	case o.ReleaseStyle < lockconf.ReleasePingEval || o.ReleaseStyle > lockconf.ReleaseGetDel:
 		return fmt.Errorf("%w: release style %d", ErrInvalid, o.ReleaseStyle)
+	}
+	if err := checkReplicaAck(o); err != nil {
+		return err
 	}
 	return checkKey(o.Prefix, "k")
 }

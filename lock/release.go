@@ -82,9 +82,9 @@ func (l *Locker) inBackground(fn func(ctx context.Context)) {
 // script compares the owner first, so running it twice is harmless.
 func (c *claim) releaseNow(ctx context.Context, w *lockstate.Write, style lockconf.ReleaseStyle) error {
 	var v retried
-	var err error
-	for v.value, err = c.sendRelease(ctx, w, style); c.l.retrying(ctx, &v, err); {
-		v.value, err = c.sendRelease(ctx, w, style)
+	var short, err error
+	for v.value, short, err = c.sendRelease(ctx, w, style); c.l.retrying(ctx, &v, err); {
+		v.value, short, err = c.sendRelease(ctx, w, style)
 	}
 	err = stillUncertain(ctx, v, err)
 	if err != nil {
@@ -99,6 +99,11 @@ func (c *claim) releaseNow(ctx context.Context, w *lockstate.Write, style lockco
 		done = n == 0
 		if n == -2 {
 			return c.errorf("unlock", lockstate.ErrStateMissing)
+		}
+		if done && short != nil {
+			// Written and released on the primary, but a failover may
+			// or may not keep the write.
+			return c.errorf("unlock", &conn.UncertainError{Cause: short})
 		}
 	} else {
 		n, err := integerReply(v.value, 0, 1)
@@ -118,14 +123,28 @@ func (c *claim) releaseNow(ctx context.Context, w *lockstate.Write, style lockco
 	return c.errorf("unlock", ErrNotHeld)
 }
 
-// sendRelease sends the release once, in the style asked for.
-func (c *claim) sendRelease(ctx context.Context, w *lockstate.Write, style lockconf.ReleaseStyle) (resp.Value, error) {
+// sendRelease sends the release once, in the style asked for. A
+// write-back waits for the replicas WithReplicaAck asks for, and short
+// says if too few acknowledged it.
+func (c *claim) sendRelease(ctx context.Context, w *lockstate.Write, style lockconf.ReleaseStyle) (v resp.Value, short, err error) {
 	l, n := c.l, c.names
 	switch {
 	case w != nil && l.opts.Fair:
-		return run(ctx, c.cmd, fairCommitScript, true, append(n.fairKeys(), w.Key), commitArgs(w, c, false)...)
+		v, _, short, err = l.runAcked(ctx, c.cmd, fairCommitScript, true, append(n.fairKeys(), w.Key), commitArgs(w, c, false), nil)
+		return v, short, err
 	case w != nil:
-		return run(ctx, c.cmd, commitScript, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c, false)...)
+		v, _, short, err = l.runAcked(ctx, c.cmd, commitScript, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c, false), nil)
+		return v, short, err
+	}
+	v, err = c.sendPlainRelease(ctx, style)
+	return v, nil, err
+}
+
+// sendPlainRelease sends a release without a write, in the style asked
+// for.
+func (c *claim) sendPlainRelease(ctx context.Context, style lockconf.ReleaseStyle) (resp.Value, error) {
+	l, n := c.l, c.names
+	switch {
 	case l.opts.Fair:
 		return run(ctx, c.cmd, fairReleaseScript, true, n.fairKeys(), c.owner, l.windowArg)
 	case style == lockconf.ReleaseEval:

@@ -20,6 +20,8 @@ type Options struct {
 	ReleaseTimeout    time.Duration
 	FenceRetention    time.Duration
 	EvictionAllowed   bool
+	ReplicaAcks       int
+	ReplicaAckTimeout time.Duration
 	ConnOptions       []conn.Option
 	SubscriberOptions []subscriber.Option
 }

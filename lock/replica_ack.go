@@ -1,0 +1,104 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/batonlock/baton/internal/lockconf"
+	"github.com/batonlock/baton/resp"
+)
+
+// ErrReplicaAck is matched by the error of a call whose write fewer
+// replicas acknowledged, within the timeout, than WithReplicaAck asks for.
+// An acquire that gets it has been undone; an extension has not moved the
+// lease's deadline; a write-back (package manager's) is also a
+// conn.UncertainError, since it landed on the primary and a failover may
+// or may not keep it.
+var ErrReplicaAck = errors.New("lock: too few replicas acknowledged the write")
+
+// WithReplicaAck makes every acquire, extension and write-back wait until
+// n replicas of the lock's primary have acknowledged it, for at most
+// timeout, by sending WAIT n timeout in the same write as the script.
+// Redis replicates asynchronously: without this, a primary that fails
+// right after granting a lock can be replaced by a replica that never
+// heard of it, and a second owner then acquires a lock the first still
+// holds. With it, a lock that was granted is on n replicas, and a failover
+// to one of them keeps it. Fewer acknowledgements than n fail the call
+// with ErrReplicaAck, and an acquire is undone. The releases do not wait:
+// a release lost in a failover leaves a lock that its TTL frees.
+//
+// What it does not buy: WAIT is not consensus. A failover may promote a
+// replica that had not acknowledged (with n below the number of
+// replicas, or a replica that lagged beyond the failover's own checks),
+// an old primary cut off from the others keeps answering its clients
+// until it notices, and a holder paused past its TTL (a long GC pause, a
+// stopped VM) acts on a lease it no longer has, with or without replicas.
+// Where those matter, pass the fencing token (Lease.Token) to the
+// resource the lock protects, and have it refuse stale tokens.
+//
+// What it costs: a round trip from the primary to its replicas on every
+// acquire, extension and write-back, and the connection it travels on
+// waits for WAIT's reply before it serves the commands behind it, which
+// other goroutines of the process may have queued. With no replica
+// reachable, each of those calls takes the whole timeout and fails.
+//
+// Default: off (n = 0). n must be at least 0, and timeout at least a
+// millisecond when n is not 0 (WAIT's 0 would wait for ever).
+func WithReplicaAck(n int, timeout time.Duration) Option {
+	return func(o *lockconf.Options) { o.ReplicaAcks, o.ReplicaAckTimeout = n, timeout }
+}
+
+// checkReplicaAck checks WithReplicaAck's values.
+func checkReplicaAck(o lockconf.Options) error {
+	switch {
+	case o.ReplicaAcks < 0:
+		return fmt.Errorf("%w: %d replica acknowledgements, want 0 or more", ErrInvalid, o.ReplicaAcks)
+	case o.ReplicaAcks > 0:
+		return checkMillis("replica acknowledgement timeout", o.ReplicaAckTimeout)
+	}
+	return nil
+}
+
+// waitCommand is the WAIT that follows a write under WithReplicaAck, or
+// nil without it.
+func waitCommand(o lockconf.Options) []string {
+	if o.ReplicaAcks == 0 {
+		return nil
+	}
+	return []string{"WAIT", strconv.Itoa(o.ReplicaAcks), millis(o.ReplicaAckTimeout)}
+}
+
+// runAcked is runWith with the Locker's WAIT, if any, after the other
+// commands, in the same write. short is an error matching ErrReplicaAck
+// when the WAIT counted fewer replicas than asked (or failed); the
+// script's reply still says what the script did.
+func (l *Locker) runAcked(ctx context.Context, c commander, s script, ping bool, keys, args []string, after [][]string) (v resp.Value, rest []resp.Value, short, err error) {
+	if l.waitCmd == nil {
+		v, rest, err = runWith(ctx, c, s, ping, keys, args, after)
+		return v, rest, nil, err
+	}
+	v, rest, err = runWith(ctx, c, s, ping, keys, args, append(after[:len(after):len(after)], l.waitCmd))
+	if err != nil {
+		return v, nil, nil, err
+	}
+	last := len(rest) - 1
+	return v, rest[:last], l.acknowledged(rest[last]), nil
+}
+
+// acknowledged reads WAIT's reply: nil if it counted enough replicas, else
+// an error matching ErrReplicaAck that says how many did.
+func (l *Locker) acknowledged(v resp.Value) error {
+	if err := v.Err(); err != nil {
+		return fmt.Errorf("%w: WAIT: %w", ErrReplicaAck, err)
+	}
+	if v.Type != resp.Integer {
+		return fmt.Errorf("%w: WAIT: %w", ErrReplicaAck, errBadReply)
+	}
+	if v.Int < int64(l.opts.ReplicaAcks) {
+		return fmt.Errorf("%w: %d of %d within %v", ErrReplicaAck, v.Int, l.opts.ReplicaAcks, l.opts.ReplicaAckTimeout)
+	}
+	return nil
+}

@@ -1,0 +1,180 @@
+package lock_test
+
+import (
+	"bytes"
+	"context"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/cluster"
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/resp"
+)
+
+func TestWithReplicaAckChecksItsValues(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tt := range []struct {
+		name    string
+		n       int
+		timeout time.Duration
+		ok      bool
+	}{
+		{"off", 0, 0, true},
+		{"one replica", 1, time.Millisecond, true},
+		{"negative count", -1, time.Second, false},
+		{"no timeout", 1, 0, false},
+		{"under a millisecond", 1, time.Microsecond, false},
+		{"negative timeout", 1, -time.Second, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, err := lock.Open(context.Background(), srv.Addr, lock.WithReplicaAck(tt.n, tt.timeout))
+			if tt.ok {
+				require.NoError(t, err)
+				require.NoError(t, l.Close())
+				return
+			}
+			require.ErrorIs(t, err, lock.ErrInvalid)
+		})
+	}
+}
+
+// TestReplicaAckIsNoFreeLunchOnAServerWithoutReplicas: with no replica
+// to acknowledge, every acquire fails with ErrReplicaAck after the
+// timeout, in both modes, and leaves the lock free.
+func TestReplicaAckIsNoFreeLunchOnAServerWithoutReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			l := open(t, srv, modeOptions(mode, lock.WithReplicaAck(1, 20*time.Millisecond))...)
+			start := time.Now()
+			_, err := l.Lock(ctx, "alone")
+			require.ErrorIs(t, err, lock.ErrReplicaAck)
+			require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
+			redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{alone}").Int == 0 }, time.Second, time.Millisecond)
+			_, err = l.TryLock(ctx, "alone")
+			require.ErrorIs(t, err, lock.ErrReplicaAck)
+		})
+	}
+}
+
+// writeLog keeps every write a connection made.
+type writeLog struct {
+	mu     sync.Mutex
+	writes [][]byte
+}
+
+func (w *writeLog) tap(dir conn.Direction, p []byte) {
+	if dir != conn.Write {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writes = append(w.writes, bytes.Clone(p))
+}
+
+// scripts returns how many writes held a script call, and how many of
+// those ended with wait.
+func (w *writeLog) scripts(wait []byte) (scripts, waited int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, p := range w.writes {
+		if bytes.Contains(p, []byte("EVAL")) {
+			scripts++
+			if bytes.HasSuffix(p, wait) {
+				waited++
+			}
+		}
+	}
+	return scripts, waited
+}
+
+// TestReplicaAckOnACluster runs both modes on a cluster whose primaries
+// have a replica each. While the replica answers, every acquire,
+// extension and write-back is acknowledged, its WAIT ending the very write
+// that carries its script. While it is frozen, an acquire fails with
+// ErrReplicaAck and is undone; an extension fails and leaves the lease's
+// deadline; a write-back is reported uncertain; a plain release does not
+// wait.
+func TestReplicaAckOnACluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	ctx := context.Background()
+	wait := resp.AppendCommand(nil, "WAIT", "1", "300")
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			key := "acked-" + mode
+			var wire writeLog
+			l, err := lock.Open(ctx, clusterURL(c), modeOptions(mode,
+				lock.WithReplicaAck(1, 300*time.Millisecond), lock.WithConnOptions(conn.WithTap(wire.tap)))...)
+			require.NoError(t, err)
+			defer l.Close()
+			state := lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute}
+
+			ls, err := l.Lock(ctx, key)
+			require.NoError(t, err)
+			require.NoError(t, ls.Extend(ctx, 10*time.Second))
+			held, err := lock.Commit(ctx, ls, state, true)
+			require.NoError(t, err)
+			require.True(t, held)
+			// Each script is sent again as EVAL where the node answers
+			// NOSCRIPT, so 3 or more writes.
+			scripts, waited := wire.scripts(wait)
+			require.GreaterOrEqual(t, scripts, 3)
+			require.Equal(t, scripts, waited, "the acquire, the extension and the write-back each ended with the WAIT")
+
+			primary := c.Primary(t, cluster.Slot("baton:{"+key+"}"))
+			replica := c.Nodes()[3+nodeIndex(t, c, primary)]
+			replica.Pause(t, 1500*time.Millisecond)
+			deadline := lock.Deadline(ls)
+			err = ls.Extend(ctx, 10*time.Second)
+			require.ErrorIs(t, err, lock.ErrReplicaAck)
+			require.Equal(t, deadline, lock.Deadline(ls), "an unacknowledged extension leaves the deadline")
+			_, err = lock.Commit(ctx, ls, state, true)
+			var uncertain *conn.UncertainError
+			require.ErrorAs(t, err, &uncertain)
+			require.ErrorIs(t, err, lock.ErrReplicaAck)
+
+			other := keyOn(t, c, primary, "other-"+mode)
+			_, err = l.Lock(ctx, other)
+			require.ErrorIs(t, err, lock.ErrReplicaAck)
+			redistest.Eventually(t, func() bool {
+				return c.Primary(t, cluster.Slot("baton:{"+other+"}")).Do(t, "EXISTS", "baton:{"+other+"}").Int == 0
+			}, time.Second, time.Millisecond)
+
+			start := time.Now()
+			require.NoError(t, ls.Unlock(ctx))
+			require.Less(t, time.Since(start), 300*time.Millisecond, "a plain release does not wait for replicas")
+		})
+	}
+}
+
+// nodeIndex is s's place among c's nodes.
+func nodeIndex(t *testing.T, c *redistest.Cluster, s *redistest.Server) int {
+	t.Helper()
+	for i, n := range c.Nodes() {
+		if n == s {
+			return i
+		}
+	}
+	t.Fatalf("%s is not a node of the cluster", s.Addr)
+	return -1
+}
+
+// keyOn returns a key whose lock lives on s, named prefix and a number.
+func keyOn(t *testing.T, c *redistest.Cluster, s *redistest.Server, prefix string) string {
+	t.Helper()
+	for i := range 10000 {
+		key := prefix + strconv.Itoa(i)
+		if c.Primary(t, cluster.Slot("baton:{"+key+"}")) == s {
+			return key
+		}
+	}
+	t.Fatalf("no key with prefix %q lives on %s", prefix, s.Addr)
+	return ""
+}
