@@ -55,7 +55,7 @@ func (c *Client) DoMulti(ctx context.Context, key string, cmds ...[]string) ([]r
 			return nil, conn.ErrEmptyCommand
 		}
 	}
-	name := batchName(cmds)
+	name := batchName(cmds) // formatted only in an error
 	slot := Slot(key)
 	addr, err := c.route(ctx, slot)
 	if err != nil {
@@ -175,10 +175,13 @@ func pause(ctx context.Context, d time.Duration) error {
 }
 
 // batchName names a batch in errors as conn does: its first command, and
-// how many follow.
-func batchName(cmds [][]string) string {
-	if len(cmds) == 1 {
-		return cmds[0][0]
+// how many follow. It formats itself only when an error is printed, so
+// that a call that succeeds does not pay for it.
+type batchName [][]string
+
+func (b batchName) String() string {
+	if len(b) == 1 {
+		return b[0][0]
 	}
-	return fmt.Sprintf("%s and %d more", cmds[0][0], len(cmds)-1)
+	return fmt.Sprintf("%s and %d more", b[0][0], len(b)-1)
 }

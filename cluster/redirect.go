@@ -28,8 +28,12 @@ type redirect struct {
 func findRedirect(replies []resp.Value, from string) (redirect, bool, error) {
 	var found *resp.Error
 	for _, r := range replies {
+		err := r.Err()
+		if err == nil {
+			continue // most replies: no error to take apart, nothing to allocate
+		}
 		var e *resp.Error
-		if !errors.As(r.Err(), &e) {
+		if !errors.As(err, &e) {
 			continue
 		}
 		if errors.Is(e, resp.Moved) {

@@ -187,9 +187,12 @@ func (l *Locker) retryUncertain(ctx context.Context, op func(context.Context) (r
 // plainly (a retry that could not dial says nothing of the attempt before
 // it), and uncertain if ctx cut it short, since it may have been sent.
 func stillUncertain(ctx context.Context, v retried, err error) error {
+	if err == nil {
+		return nil // before uncertain, whose address escapes: no allocation
+	}
 	var uncertain *conn.UncertainError
 	switch {
-	case err == nil || errors.As(err, &uncertain):
+	case errors.As(err, &uncertain):
 		return err
 	case v.firstUncertain != nil:
 		return &conn.UncertainError{Cause: fmt.Errorf("%w; then, sent again: %w", v.firstUncertain, err)}
