@@ -21,24 +21,20 @@ const keyspaceChannels = "__keyspace@"
 // which must not block, so it never blocks; it reads only the fields that
 // New sets before the first dial, and the ones that s.mu guards.
 func (s *Subscriber) onPush(v resp.Value) {
-	if len(v.Elems) != 3 || v.Elems[0].Str != "message" {
-		return // subscribe confirmations and other kinds
-	}
-	channel, payload := v.Elems[1].Str, v.Elems[2].Str
-	if channel == s.channel {
-		// "<id>" or "<id> <message>"
-		idText, message, _ := strings.Cut(payload, " ")
-		id, err := strconv.ParseUint(idText, 10, 64)
-		if err != nil {
-			return // not ours to understand
-		}
-		s.mu.Lock()
-		if w := s.directed[id]; w != nil {
-			w.message = message
-			w.signal()
-		}
-		s.mu.Unlock()
+	if len(v.Elems) != 3 {
 		return
+	}
+	kind, channel, payload := v.Elems[0].Str, v.Elems[1].Str, v.Elems[2].Str
+	switch {
+	case kind == "sunsubscribe":
+		s.onShardUnsubscribe(channel)
+		return
+	case kind == "smessage" && s.shardKind(channel) == shardDirected,
+		kind == "message" && channel == s.channel:
+		s.onDirected(channel, payload)
+		return
+	case kind != "message" && kind != "smessage":
+		return // subscribe confirmations and other kinds
 	}
 	if strings.HasPrefix(channel, keyspaceChannels) {
 		switch payload {
@@ -56,5 +52,50 @@ func (s *Subscriber) onPush(v resp.Value) {
 	s.mu.Unlock()
 	if hook != nil {
 		hook()
+	}
+}
+
+// onDirected wakes the directed waiter a message names: "<id>" or
+// "<id> <message>". A directed waiter on a shard channel hears only the
+// messages on its own channel.
+func (s *Subscriber) onDirected(channel, payload string) {
+	idText, message, _ := strings.Cut(payload, " ")
+	id, err := strconv.ParseUint(idText, 10, 64)
+	if err != nil {
+		return // not ours to understand
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w := s.directed[id]
+	if w == nil || (channel != s.channel && w.key != channel) {
+		return
+	}
+	w.message = message
+	w.signal()
+}
+
+// shardKind returns what a shard channel's messages do; a channel that is
+// not a shard channel reads as shardWakeNext.
+func (s *Subscriber) shardKind(channel string) shardKind {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shard[channel]
+}
+
+// onShardUnsubscribe handles a sunsubscribe frame. The Subscriber's own
+// SUNSUBSCRIBE is confirmed by one too, but it forgets the subscription
+// before it sends the command; a frame for a channel it still takes as
+// subscribed comes from the server, which ends the shard channels of a
+// slot that leaves the node. Their waiters are woken, to find where the
+// slot went: the channel is not subscribed again here.
+func (s *Subscriber) onShardUnsubscribe(channel string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.subscribed[channel] {
+		return
+	}
+	delete(s.subscribed, channel)
+	for _, w := range s.keys[channel] {
+		w.signal()
 	}
 }

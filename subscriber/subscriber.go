@@ -65,6 +65,12 @@ type Subscriber struct {
 	directed   map[uint64]*Waiter   // guarded by mu
 	subscribed map[string]bool      // guarded by mu: channels the current connection is confirmed subscribed to
 	dirty      map[string]struct{}  // guarded by mu: channels whose subscription may need a change
+	// shard holds the channels subscribed with SSUBSCRIBE rather than
+	// SUBSCRIBE (see WatchShardChannel), and whether their messages are
+	// directed to one waiter by ID (DirectedOn) rather than woken in
+	// arrival order. An entry lives while the channel has waiters or a
+	// subscription. Guarded by mu.
+	shard map[string]shardKind
 	nextID     uint64               // guarded by mu
 	closed     bool                 // guarded by mu
 }
@@ -95,6 +101,7 @@ func New(ctx context.Context, addr string, opts ...Option) (*Subscriber, error) 
 		directed:        map[uint64]*Waiter{},
 		subscribed:      map[string]bool{},
 		dirty:           map[string]struct{}{},
+		shard:           map[string]shardKind{},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	connOpts := append(append([]conn.Option(nil), o.connOptions...), conn.WithRESP3(), conn.WithPushHandler(s.onPush))
@@ -255,45 +262,83 @@ func (s *Subscriber) syncDirty(cn *conn.Conn) {
 			delete(s.subscribed, key)
 		}
 	}
+	adds := s.commandsLocked(subscribeVerbs, add, nil)
+	drops := s.commandsLocked(unsubscribeVerbs, drop, nil)
+	for key := range s.dirty {
+		if len(s.keys[key]) == 0 {
+			delete(s.shard, key) // its UNSUBSCRIBE, if any, is built
+		}
+	}
 	clear(s.dirty)
 	s.mu.Unlock()
 
-	if len(drop) > 0 {
+	for _, cmd := range drops {
 		// A failure here is the connection's; reconnecting then leaves
 		// out keys without waiters anyway.
-		_ = s.doPush(s.ctx, cn, s.command("UNSUBSCRIBE", drop)...)
+		_ = s.doPush(s.ctx, cn, cmd...)
 	}
-	if len(add) > 0 {
-		err := s.doPush(s.ctx, cn, s.command("SUBSCRIBE", add)...)
+	for _, cmd := range adds {
+		err := s.doPush(s.ctx, cn, cmd...)
 		if s.ctx.Err() != nil {
 			err = ErrClosed // the failure is the closing, not the waiters'
 		} else if err != nil && cn.Err() != nil {
 			return // reconnect subscribes to every key with waiters
 		}
-		s.mu.Lock()
-		for _, key := range add {
-			if err == nil {
-				s.subscribed[key] = true
-			}
-			for _, w := range s.keys[key] {
-				w.confirmLocked(err)
-			}
-		}
-		s.mu.Unlock()
+		// An error reply refuses these channels alone: a shard
+		// channel whose slot this node does not serve, say.
+		s.settle(cmd[1:], err)
 	}
 }
 
-// command builds a (UN)SUBSCRIBE for channels.
-func (s *Subscriber) command(verb string, channels []string) []string {
-	return append([]string{verb}, channels...)
+// settle records the outcome of a SUBSCRIBE or SSUBSCRIBE of channels and
+// confirms their waiters with it.
+func (s *Subscriber) settle(channels []string, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, key := range channels {
+		if err == nil {
+			s.subscribed[key] = true
+		}
+		for _, w := range s.keys[key] {
+			w.confirmLocked(err)
+		}
+	}
+}
+
+// The commands that subscribe and unsubscribe, for plain and for shard
+// channels.
+var (
+	subscribeVerbs   = [2]string{"SUBSCRIBE", "SSUBSCRIBE"}
+	unsubscribeVerbs = [2]string{"UNSUBSCRIBE", "SUNSUBSCRIBE"}
+)
+
+// commandsLocked builds the commands that (un)subscribe channels, with
+// extra plain channels added to the plain command: one command for every
+// plain channel, then one per shard channel, since on a cluster the
+// channels of one SSUBSCRIBE must share a slot.
+func (s *Subscriber) commandsLocked(verbs [2]string, channels, extra []string) [][]string {
+	var cmds [][]string
+	plain := append([]string{verbs[0]}, extra...)
+	for _, ch := range channels {
+		if _, ok := s.shard[ch]; ok {
+			cmds = append(cmds, []string{verbs[1], ch})
+		} else {
+			plain = append(plain, ch)
+		}
+	}
+	if len(plain) > 1 {
+		cmds = append([][]string{plain}, cmds...)
+	}
+	return cmds
 }
 
 // reconnect gets a new connection, subscribes to the directed channel and
 // to every key that has waiters, confirms them, and wakes every waiter so
 // that each re-checks its lock: releases may have gone unheard. Its
 // commands are bounded as within says, so a new connection that does not
-// answer is closed and replaced in turn. It returns nil once the
-// Subscriber is closing.
+// answer is closed and replaced in turn. A shard channel the server
+// refuses (its slot has moved) is left out, and its waiters are woken
+// with the rest. It returns nil once the Subscriber is closing.
 func (s *Subscriber) reconnect() *conn.Conn {
 	s.mu.Lock()
 	clear(s.subscribed)
@@ -319,33 +364,13 @@ func (s *Subscriber) reconnect() *conn.Conn {
 				continue
 			}
 		}
-		s.mu.Lock()
-		keys := make([]string, 0, len(s.keys))
-		for key := range s.keys {
-			keys = append(keys, key)
-		}
-		clear(s.dirty)
-		s.mu.Unlock()
-
-		args := append(s.command("SUBSCRIBE", keys), s.channel)
-		if err := s.doPush(s.ctx, cn, args...); err != nil {
+		if !s.resubscribe(cn) {
 			if s.ctx.Err() != nil {
 				return nil
-			}
-			if cn.Err() == nil {
-				// Refused by the server, not lost with the connection:
-				// pause rather than ask again at once.
-				s.pause(time.Second)
 			}
 			continue
 		}
 		s.mu.Lock()
-		for _, key := range keys {
-			s.subscribed[key] = true
-			for _, w := range s.keys[key] {
-				w.confirmLocked(nil)
-			}
-		}
 		// Keys that gained or lost waiters meanwhile are dirty again.
 		for key := range s.keys {
 			if !s.subscribed[key] {
@@ -361,6 +386,38 @@ func (s *Subscriber) reconnect() *conn.Conn {
 		s.mu.Unlock()
 		return cn
 	}
+}
+
+// resubscribe subscribes a new connection to the directed channel and to
+// every channel with waiters. It reports false when cn must be replaced:
+// it broke, or the server refused the plain SUBSCRIBE (after a pause, so
+// as not to ask again at once).
+func (s *Subscriber) resubscribe(cn *conn.Conn) bool {
+	s.mu.Lock()
+	keys := make([]string, 0, len(s.keys))
+	for key := range s.keys {
+		keys = append(keys, key)
+	}
+	clear(s.dirty)
+	cmds := s.commandsLocked(subscribeVerbs, keys, []string{s.channel})
+	s.mu.Unlock()
+
+	for i, cmd := range cmds {
+		err := s.doPush(s.ctx, cn, cmd...)
+		switch {
+		case err != nil && (s.ctx.Err() != nil || cn.Err() != nil):
+			return false
+		case err != nil && i == 0: // the plain SUBSCRIBE, with the directed channel
+			s.pause(time.Second)
+			return false
+		}
+		channels := cmd[1:]
+		if i == 0 {
+			channels = cmd[2:] // the directed channel has no waiters of its own
+		}
+		s.settle(channels, err)
+	}
+	return true
 }
 
 func (s *Subscriber) pause(d time.Duration) {

@@ -11,14 +11,21 @@ import (
 // WithoutKeyspaceEvents.
 var ErrNoKeyspaceEvents = errors.New("subscriber: made without keyspace events")
 
+// ErrChannelInUse is returned for a channel watched in one way (plain,
+// shard, directed) and asked for in another.
+var ErrChannelInUse = errors.New("subscriber: channel in use")
+
 // Waiter is one goroutine's registration for wake-ups, on a key's keyspace
 // events (Watch) or on its own directed ID (Directed). Close it when done
 // waiting.
 type Waiter struct {
 	// Set when the waiter is made, read-only afterwards.
 	s     *Subscriber
-	key   string // the channel watched; "" for a directed waiter
-	id    uint64
+	key   string // the channel watched; "" for a directed waiter on the process's channel
+	// directed is set for a waiter woken by messages with its ID: on the
+	// process's channel (key "") or on a shard channel (DirectedOn).
+	directed bool
+	id       uint64
 	wake  chan struct{} // capacity 1: a pending wake-up
 	ready chan struct{} // closed when the subscription is confirmed or failed
 
@@ -61,7 +68,7 @@ func (s *Subscriber) Watch(ctx context.Context, key string, opts ...WatchOption)
 	if !s.keyspaceEvents {
 		return nil, ErrNoKeyspaceEvents
 	}
-	w, err := s.watch(ctx, s.keyspacePrefix+key, opts)
+	w, err := s.watch(ctx, s.keyspacePrefix+key, opts, false)
 	if err != nil {
 		return nil, fmt.Errorf("subscriber: watching %q: %w", key, err)
 	}
@@ -72,14 +79,26 @@ func (s *Subscriber) Watch(ctx context.Context, key string, opts ...WatchOption)
 // Watch, it returns once the subscription is confirmed; waiters of one
 // channel are woken one at a time, in arrival order.
 func (s *Subscriber) WatchChannel(ctx context.Context, channel string) (*Waiter, error) {
-	w, err := s.watch(ctx, channel, nil)
+	if s.isShard(channel) {
+		return nil, fmt.Errorf("subscriber: watching channel %q: %w: it is watched as a shard channel", channel, ErrChannelInUse)
+	}
+	w, err := s.watch(ctx, channel, nil, false)
 	if err != nil {
 		return nil, fmt.Errorf("subscriber: watching channel %q: %w", channel, err)
 	}
 	return w, nil
 }
 
-func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption) (*Waiter, error) {
+func (s *Subscriber) isShard(channel string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.shard[channel]
+	return ok
+}
+
+// watch registers a waiter on the channel key; a directed one is woken by
+// messages with its ID alone.
+func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption, directed bool) (*Waiter, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -88,6 +107,10 @@ func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption) 
 	w := s.newWaiterLocked(key)
 	for _, o := range opts {
 		o(w)
+	}
+	if directed {
+		w.directed = true
+		s.directed[w.id] = w
 	}
 	s.keys[key] = append(s.keys[key], w)
 	if s.subscribed[key] {
@@ -113,6 +136,62 @@ func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption) 
 	}
 }
 
+// shardKind is what a shard channel's messages do (see Subscriber.shard).
+type shardKind int
+
+const (
+	shardWakeNext shardKind = iota // wake the channel's waiters one at a time, in arrival order
+	shardDirected                  // wake the waiter whose ID the message names
+)
+
+// WatchShardChannel is WatchChannel for a shard channel (Redis 7 and
+// later): it subscribes with SSUBSCRIBE, which on a Redis Cluster must go
+// to the node that serves the channel's slot, and hears SPUBLISH.
+// Messages on it wake its waiters one at a time, in arrival order. When
+// the slot moves away, the server ends the subscription: every waiter of
+// the channel is woken, and none is woken by it again; a waiter that
+// still needs it watches anew where the slot went. The error of a refused
+// SSUBSCRIBE (MOVED, for a node that does not serve the slot) matches
+// the server's reply.
+func (s *Subscriber) WatchShardChannel(ctx context.Context, channel string) (*Waiter, error) {
+	w, err := s.watchShard(ctx, channel, shardWakeNext)
+	if err != nil {
+		return nil, fmt.Errorf("subscriber: watching shard channel %q: %w", channel, err)
+	}
+	return w, nil
+}
+
+// DirectedOn registers a waiter woken, as Directed's are, by a message
+// with its ID, but on the shard channel channel (as WatchShardChannel
+// hears it) rather than on the process's channel. Waiters of the process
+// that name one channel share its subscription, which is dropped when the
+// last of them leaves. It returns once the subscription is confirmed.
+// On a Redis Cluster a channel that shares a key's hash tag keeps a
+// directed message on the key's node, where PUBLISH would be sent to every
+// node of the cluster.
+func (s *Subscriber) DirectedOn(ctx context.Context, channel string) (*Waiter, error) {
+	w, err := s.watchShard(ctx, channel, shardDirected)
+	if err != nil {
+		return nil, fmt.Errorf("subscriber: directed waiter on shard channel %q: %w", channel, err)
+	}
+	return w, nil
+}
+
+func (s *Subscriber) watchShard(ctx context.Context, channel string, kind shardKind) (*Waiter, error) {
+	s.mu.Lock()
+	if k, ok := s.shard[channel]; ok && k != kind {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: the channel is already watched the other way", ErrChannelInUse)
+	}
+	if _, isShard := s.shard[channel]; !isShard && len(s.keys[channel]) > 0 {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%w: the channel is already watched as a plain channel", ErrChannelInUse)
+	}
+	s.shard[channel] = kind
+	s.mu.Unlock()
+	return s.watch(ctx, channel, nil, kind == shardDirected)
+}
+
 // Waiting reports whether this process has a waiter on key. A caller that
 // finds none may try to acquire at once without jumping a local line.
 func (s *Subscriber) Waiting(key string) bool {
@@ -132,6 +211,7 @@ func (s *Subscriber) Directed() (*Waiter, error) {
 		return nil, ErrClosed
 	}
 	w := s.newWaiterLocked("")
+	w.directed = true
 	s.directed[w.id] = w
 	w.confirmLocked(nil)
 	return w, nil
@@ -172,8 +252,10 @@ func (w *Waiter) Close() {
 		return
 	}
 	w.left = true
-	if w.key == "" {
+	if w.directed {
 		delete(s.directed, w.id)
+	}
+	if w.key == "" {
 		return
 	}
 	waiters := slices.DeleteFunc(s.keys[w.key], func(o *Waiter) bool { return o == w })
@@ -182,6 +264,9 @@ func (w *Waiter) Close() {
 		s.markDirtyLocked(w.key)
 	} else {
 		s.keys[w.key] = waiters
+	}
+	if w.directed {
+		return // a directed wake-up is this waiter's alone
 	}
 	select {
 	case <-w.wake:

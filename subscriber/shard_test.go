@@ -1,0 +1,139 @@
+package subscriber_test
+
+import (
+	"context"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/cluster"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/resp"
+	"github.com/batonlock/baton/subscriber"
+)
+
+// shardNumsub is how many clients of srv are subscribed to the shard
+// channel.
+func shardNumsub(t *testing.T, srv *redistest.Server, channel string) int64 {
+	t.Helper()
+	return srv.Do(t, "PUBSUB", "SHARDNUMSUB", channel).Elems[1].Int
+}
+
+// barrierShard returns once the Subscriber has read everything srv sent
+// it before: a message on a shard channel of its own comes after.
+func barrierShard(t *testing.T, s *subscriber.Subscriber, srv *redistest.Server) {
+	t.Helper()
+	w, err := s.WatchShardChannel(context.Background(), "barrier")
+	require.NoError(t, err)
+	defer w.Close()
+	srv.Do(t, "SPUBLISH", "barrier", "x")
+	requireWoken(t, w)
+}
+
+func TestAShardChannelHearsSPublishAlone(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	first, err := s.WatchShardChannel(context.Background(), "{a}:wanted")
+	require.NoError(t, err)
+	second, err := s.WatchShardChannel(context.Background(), "{a}:wanted")
+	require.NoError(t, err)
+	require.Equal(t, int64(1), shardNumsub(t, srv, "{a}:wanted"), "one subscription for both")
+
+	srv.Do(t, "PUBLISH", "{a}:wanted", "1")
+	barrierShard(t, s, srv)
+	require.False(t, woken(first), "PUBLISH does not reach a shard subscription")
+
+	require.Equal(t, int64(1), srv.Do(t, "SPUBLISH", "{a}:wanted", "1").Int)
+	barrierShard(t, s, srv)
+	require.Equal(t, []bool{true, false}, []bool{woken(first), woken(second)}, "one at a time, in arrival order")
+
+	first.Close()
+	second.Close()
+	redistest.Eventually(t, func() bool { return shardNumsub(t, srv, "{a}:wanted") == 0 }, 5*time.Second, time.Millisecond)
+}
+
+func TestDirectedWaitersOnAShardChannelAreWokenByID(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	ctx := context.Background()
+	first, err := s.DirectedOn(ctx, "{a}:to:p1")
+	require.NoError(t, err)
+	second, err := s.DirectedOn(ctx, "{a}:to:p1")
+	require.NoError(t, err)
+	elsewhere, err := s.DirectedOn(ctx, "{b}:to:p1")
+	require.NoError(t, err)
+
+	srv.Do(t, "SPUBLISH", "{a}:to:p1", strconv.FormatUint(second.ID(), 10)+" offer")
+	// A message naming a waiter of another channel wakes nobody.
+	srv.Do(t, "SPUBLISH", "{a}:to:p1", strconv.FormatUint(elsewhere.ID(), 10))
+	barrierShard(t, s, srv)
+	require.Equal(t, []bool{false, true, false}, []bool{woken(first), woken(second), woken(elsewhere)})
+	require.Equal(t, "offer", second.TakeMessage())
+
+	// A directed waiter that leaves hands its wake-up to nobody.
+	srv.Do(t, "SPUBLISH", "{a}:to:p1", strconv.FormatUint(first.ID(), 10))
+	barrierShard(t, s, srv)
+	first.Close()
+	require.False(t, woken(second))
+
+	_, err = s.WatchShardChannel(ctx, "{a}:to:p1")
+	require.ErrorIs(t, err, subscriber.ErrChannelInUse)
+	_, err = s.WatchChannel(ctx, "{a}:to:p1")
+	require.ErrorIs(t, err, subscriber.ErrChannelInUse)
+
+	second.Close()
+	elsewhere.Close()
+	redistest.Eventually(t, func() bool { return shardNumsub(t, srv, "{a}:to:p1") == 0 }, 5*time.Second, time.Millisecond)
+}
+
+func TestShardChannelsAreSubscribedAgainAfterAReconnect(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	ctx := context.Background()
+	directed, err := s.DirectedOn(ctx, "{a}:to:p1")
+	require.NoError(t, err)
+	defer directed.Close()
+	wanted, err := s.WatchShardChannel(ctx, "{a}:wanted")
+	require.NoError(t, err)
+	defer wanted.Close()
+
+	srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")
+	requireWoken(t, directed) // a reconnect wakes every waiter
+	requireWoken(t, wanted)
+	redistest.Eventually(t, func() bool { return shardNumsub(t, srv, "{a}:to:p1") == 1 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, func() bool { return shardNumsub(t, srv, "{a}:wanted") == 1 }, 5*time.Second, time.Millisecond)
+
+	srv.Do(t, "SPUBLISH", "{a}:to:p1", strconv.FormatUint(directed.ID(), 10))
+	requireWoken(t, directed)
+}
+
+// TestAShardChannelWhoseSlotMovesWakesItsWaiters: on a Redis Cluster, a
+// shard channel can only be subscribed on the node that serves its slot
+// (elsewhere the error is the server's MOVED), and when the slot moves
+// away the server ends the subscription: its waiters are woken, to look
+// for the new node.
+func TestAShardChannelWhoseSlotMovesWakesItsWaiters(t *testing.T) {
+	c := redistest.StartCluster(t, 2, 0)
+	ctx := context.Background()
+	channel := "{a}:to:p1"
+	slot := cluster.Slot(channel)
+	owner := c.Primary(t, slot)
+	other := c.Nodes()[0]
+	if other == owner {
+		other = c.Nodes()[1]
+	}
+
+	wrong := newSubscriber(t, other, subscriber.WithoutKeyspaceEvents())
+	_, err := wrong.DirectedOn(ctx, channel)
+	require.ErrorIs(t, err, resp.Moved)
+
+	s := newSubscriber(t, owner, subscriber.WithoutKeyspaceEvents())
+	directed, err := s.DirectedOn(ctx, channel)
+	require.NoError(t, err)
+	defer directed.Close()
+	c.MigrateSlot(t, slot, other)
+	requireWoken(t, directed)
+	require.Zero(t, shardNumsub(t, owner, channel))
+}
