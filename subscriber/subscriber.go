@@ -70,9 +70,9 @@ type Subscriber struct {
 	// directed to one waiter by ID (DirectedOn) rather than woken in
 	// arrival order. An entry lives while the channel has waiters or a
 	// subscription. Guarded by mu.
-	shard map[string]shardKind
-	nextID     uint64               // guarded by mu
-	closed     bool                 // guarded by mu
+	shard  map[string]shardKind
+	nextID uint64 // guarded by mu
+	closed bool   // guarded by mu
 }
 
 // New dials addr (see conn.Dial for its forms), makes sure keyspace events

@@ -20,14 +20,14 @@ var ErrChannelInUse = errors.New("subscriber: channel in use")
 // waiting.
 type Waiter struct {
 	// Set when the waiter is made, read-only afterwards.
-	s     *Subscriber
-	key   string // the channel watched; "" for a directed waiter on the process's channel
+	s   *Subscriber
+	key string // the channel watched; "" for a directed waiter on the process's channel
 	// directed is set for a waiter woken by messages with its ID: on the
 	// process's channel (key "") or on a shard channel (DirectedOn).
 	directed bool
 	id       uint64
-	wake  chan struct{} // capacity 1: a pending wake-up
-	ready chan struct{} // closed when the subscription is confirmed or failed
+	wake     chan struct{} // capacity 1: a pending wake-up
+	ready    chan struct{} // closed when the subscription is confirmed or failed
 
 	// Set by the WatchOptions before the waiter is registered under s.mu,
 	// read-only afterwards; onPush reads it under s.mu.
