@@ -3,9 +3,11 @@ package subscriber_test
 import (
 	"context"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/cluster"
@@ -136,4 +138,32 @@ func TestAShardChannelWhoseSlotMovesWakesItsWaiters(t *testing.T) {
 	c.MigrateSlot(t, slot, other)
 	requireWoken(t, directed)
 	require.Zero(t, shardNumsub(t, owner, channel))
+}
+
+// TestWaitersComingAndGoingKeepAShardChannelsKind: waiters that join and
+// leave one shard channel while its subscription is dropped and made
+// again never find it taken for a plain channel, and never subscribe it
+// as one.
+func TestWaitersComingAndGoingKeepAShardChannelsKind(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			for range 200 {
+				w, err := s.DirectedOn(ctx, "{a}:to:p1")
+				if !assert.NoError(t, err) {
+					return
+				}
+				w.Close()
+			}
+		})
+	}
+	wg.Wait()
+	w, err := s.DirectedOn(ctx, "{a}:to:p1")
+	require.NoError(t, err)
+	defer w.Close()
+	require.Equal(t, int64(1), shardNumsub(t, srv, "{a}:to:p1"))
+	require.Zero(t, numsub(t, srv, "{a}:to:p1"), "never a plain subscription")
 }

@@ -265,7 +265,7 @@ func (s *Subscriber) syncDirty(cn *conn.Conn) {
 	adds := s.commandsLocked(subscribeVerbs, add, nil)
 	drops := s.commandsLocked(unsubscribeVerbs, drop, nil)
 	for key := range s.dirty {
-		if len(s.keys[key]) == 0 {
+		if len(s.keys[key]) == 0 && !s.subscribed[key] {
 			delete(s.shard, key) // its UNSUBSCRIBE, if any, is built
 		}
 	}

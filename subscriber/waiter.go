@@ -68,7 +68,7 @@ func (s *Subscriber) Watch(ctx context.Context, key string, opts ...WatchOption)
 	if !s.keyspaceEvents {
 		return nil, ErrNoKeyspaceEvents
 	}
-	w, err := s.watch(ctx, s.keyspacePrefix+key, opts, false)
+	w, err := s.watch(ctx, s.keyspacePrefix+key, opts, nil)
 	if err != nil {
 		return nil, fmt.Errorf("subscriber: watching %q: %w", key, err)
 	}
@@ -79,36 +79,31 @@ func (s *Subscriber) Watch(ctx context.Context, key string, opts ...WatchOption)
 // Watch, it returns once the subscription is confirmed; waiters of one
 // channel are woken one at a time, in arrival order.
 func (s *Subscriber) WatchChannel(ctx context.Context, channel string) (*Waiter, error) {
-	if s.isShard(channel) {
-		return nil, fmt.Errorf("subscriber: watching channel %q: %w: it is watched as a shard channel", channel, ErrChannelInUse)
-	}
-	w, err := s.watch(ctx, channel, nil, false)
+	w, err := s.watch(ctx, channel, nil, nil)
 	if err != nil {
 		return nil, fmt.Errorf("subscriber: watching channel %q: %w", channel, err)
 	}
 	return w, nil
 }
 
-func (s *Subscriber) isShard(channel string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	_, ok := s.shard[channel]
-	return ok
-}
-
-// watch registers a waiter on the channel key; a directed one is woken by
-// messages with its ID alone.
-func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption, directed bool) (*Waiter, error) {
+// watch registers a waiter on the channel key: a plain channel when shard
+// is nil, else a shard channel of that kind, whose directed waiters are
+// woken by messages with their ID alone.
+func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption, shard *shardKind) (*Waiter, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
 		return nil, ErrClosed
 	}
+	if err := s.claimKindLocked(key, shard); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	w := s.newWaiterLocked(key)
 	for _, o := range opts {
 		o(w)
 	}
-	if directed {
+	if shard != nil && *shard == shardDirected {
 		w.directed = true
 		s.directed[w.id] = w
 	}
@@ -178,18 +173,25 @@ func (s *Subscriber) DirectedOn(ctx context.Context, channel string) (*Waiter, e
 }
 
 func (s *Subscriber) watchShard(ctx context.Context, channel string, kind shardKind) (*Waiter, error) {
-	s.mu.Lock()
-	if k, ok := s.shard[channel]; ok && k != kind {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: the channel is already watched the other way", ErrChannelInUse)
+	return s.watch(ctx, channel, nil, &kind)
+}
+
+// claimKindLocked checks that channel is watched the way shard says (nil
+// for a plain channel, else a shard channel of that kind), or not at all,
+// and records a shard channel's kind. The kind stays while the channel
+// has waiters or a subscription; syncDirty forgets it after.
+func (s *Subscriber) claimKindLocked(channel string, shard *shardKind) error {
+	had, isShard := s.shard[channel]
+	inUse := len(s.keys[channel]) > 0 || s.subscribed[channel]
+	switch {
+	case shard == nil && isShard:
+		return fmt.Errorf("%w: it is watched as a shard channel", ErrChannelInUse)
+	case shard != nil && inUse && (!isShard || had != *shard):
+		return fmt.Errorf("%w: it is already watched another way", ErrChannelInUse)
+	case shard != nil:
+		s.shard[channel] = *shard
 	}
-	if _, isShard := s.shard[channel]; !isShard && len(s.keys[channel]) > 0 {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%w: the channel is already watched as a plain channel", ErrChannelInUse)
-	}
-	s.shard[channel] = kind
-	s.mu.Unlock()
-	return s.watch(ctx, channel, nil, kind == shardDirected)
+	return nil
 }
 
 // Waiting reports whether this process has a waiter on key. A caller that
