@@ -67,7 +67,7 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	var ls *Lease
 	var err error
 	if l.opts.Fair {
-		ls, _, _, err = c.fairAttempt(ctx, nil, nil, false, nil, 0)
+		ls, _, _, err = c.fairAttempt(ctx, nil, nil, 0)
 	} else {
 		ls, _, _, err = c.tryFast(ctx, false, nil)
 	}
@@ -201,29 +201,33 @@ type fastListener struct {
 // sets where a hand-off reaches it (c.asker).
 func (c *claim) listenFast(ctx context.Context) (*fastListener, error) {
 	l := c.l
-	sub, err := l.nodes.subscriber(ctx, c.key)
-	if err != nil {
-		return nil, c.errorf("wait", c.stopReason(err))
-	}
 	node, err := l.nodes.node(ctx, c.key)
 	if err != nil {
 		return nil, c.errorf("wait", c.stopReason(err))
 	}
-	handoff, err := sub.Directed()
+	var ln *fastListener
+	err = c.listen(ctx, func(sub *subscriber.Subscriber) error {
+		handoff, channel, err := c.directedWaiter(ctx, sub)
+		if err != nil {
+			return err
+		}
+		c.asker = formatAsker(handoff.ID(), channel)
+		early := &earlyAttempt{node: node, cmds: [][]string{l.scripts.acquire.command(false, c.names.fastKeys(), c.fastArgs(true))}, sent: make(chan sentAttempt, 1)}
+		if l.waitCmd != nil {
+			early.cmds = append(early.cmds, l.waitCmd)
+		}
+		release, err := sub.Watch(ctx, c.names.lock, subscriber.OnRelease(early.send))
+		if err != nil {
+			handoff.Close()
+			return err
+		}
+		ln = &fastListener{sub: sub, handoff: handoff, release: release, early: early}
+		return nil
+	})
 	if err != nil {
-		return nil, c.errorf("wait", err)
-	}
-	c.asker = formatAsker(handoff.ID(), sub.Channel())
-	early := &earlyAttempt{node: node, cmds: [][]string{acquireScript.command(false, c.names.fastKeys(), c.fastArgs(true))}, sent: make(chan sentAttempt, 1)}
-	if l.waitCmd != nil {
-		early.cmds = append(early.cmds, l.waitCmd)
-	}
-	release, err := sub.Watch(ctx, c.names.lock, subscriber.OnRelease(early.send))
-	if err != nil {
-		handoff.Close()
 		return nil, c.errorf("wait", c.stopReason(err))
 	}
-	return &fastListener{sub: sub, handoff: handoff, release: release, early: early}, nil
+	return ln, nil
 }
 
 func (ln *fastListener) close() {
@@ -262,7 +266,7 @@ func (c *claim) fastArgs(ask bool) []string {
 // trying again: the current holder's remaining TTL.
 func (c *claim) tryFast(ctx context.Context, ask bool, cmds [][]string) (*Lease, time.Duration, []resp.Value, error) {
 	start := time.Now()
-	v, rest, short, err := c.l.runAcked(ctx, c.cmd, acquireScript, false, c.names.fastKeys(), c.fastArgs(ask), cmds)
+	v, rest, short, err := c.l.runAcked(ctx, c.cmd, c.l.scripts.acquire, false, c.names.fastKeys(), c.fastArgs(ask), cmds)
 	ls, remaining, err := c.acquiredFast(start, v, err)
 	if ls == nil {
 		rest = nil

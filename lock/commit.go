@@ -62,9 +62,9 @@ func (ls *Lease) commit(ctx context.Context, w lockstate.Write, keep bool) (held
 	start := time.Now()
 	l := c.l
 	var keys []string
-	s := commitScript
+	s := l.scripts.commit
 	if l.opts.Fair {
-		keys, s = append(c.names.fairKeys(), w.Key), fairCommitScript
+		keys, s = append(c.names.fairKeys(), w.Key), l.scripts.fairCommit
 	} else {
 		keys = []string{c.names.lock, w.Key, c.names.wanted}
 	}

@@ -17,12 +17,12 @@ import (
 // lost.
 func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
 	l := c.l
-	sub, w, err := c.listenFair(ctx)
+	fl, err := c.listenFair(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
-	defer func() { w.Close() }()
-	ls, queuedAfter, replies, err := c.fairAttempt(ctx, sub, w, true, cmds, 0)
+	defer func() { fl.w.Close() }()
+	ls, queuedAfter, replies, err := c.fairAttempt(ctx, fl, cmds, 0)
 	if ls != nil || err != nil {
 		return ls, replies, err
 	}
@@ -36,7 +36,7 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 		}
 		var withCmds [][]string
 		select {
-		case <-w.Wake():
+		case <-fl.w.Wake():
 			// An offer (or a reconnect, after which one may have been
 			// missed): confirm it, with the commands.
 			withCmds = cmds
@@ -50,17 +50,16 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			c.releaseInBackground()
 			return nil, nil, c.errorf("wait", ErrClosed)
 		}
-		if l.nodes.stale(sub, c.key) {
-			// The key's slot moved. PUBLISH reaches every node of a
-			// cluster, but the old one may be gone: listen on the new
-			// one. The attempt below tells the queue where.
-			w.Close()
-			if sub, w, err = c.listenFair(ctx); err != nil {
+		if l.nodes.stale(fl.sub, c.key) {
+			// The key's slot moved: hand-offs are published on the new
+			// node. Listen there; the attempt below tells the queue.
+			fl.w.Close()
+			if fl, err = c.listenFair(ctx); err != nil {
 				c.releaseInBackground()
 				return nil, nil, err
 			}
 		}
-		ls, seen, replies, err := c.fairAttempt(ctx, sub, w, true, withCmds, queuedAfter)
+		ls, seen, replies, err := c.fairAttempt(ctx, fl, withCmds, queuedAfter)
 		if ls != nil || err != nil {
 			return ls, replies, err
 		}
@@ -70,34 +69,44 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 	}
 }
 
-// listenFair registers the claim's waiter for hand-offs, on the
-// Subscriber of the key's node. The waiter is never nil, so that it can
-// always be closed.
-func (c *claim) listenFair(ctx context.Context) (*subscriber.Subscriber, *subscriber.Waiter, error) {
-	sub, err := c.l.nodes.subscriber(ctx, c.key)
+// fairListener is a fair waiter's registration for hand-offs, on the
+// Subscriber of the key's node, and the channel they come on.
+type fairListener struct {
+	sub     *subscriber.Subscriber
+	w       *subscriber.Waiter
+	channel string
+}
+
+// listenFair registers the claim's waiter for hand-offs. On success the
+// waiter is never nil, so that it can always be closed.
+func (c *claim) listenFair(ctx context.Context) (*fairListener, error) {
+	var fl *fairListener
+	err := c.listen(ctx, func(sub *subscriber.Subscriber) error {
+		w, channel, err := c.directedWaiter(ctx, sub)
+		if err == nil {
+			fl = &fairListener{sub: sub, w: w, channel: channel}
+		}
+		return err
+	})
 	if err != nil {
-		return nil, nil, c.errorf("wait", c.stopReason(err))
+		return nil, c.errorf("wait", c.stopReason(err))
 	}
-	w, err := sub.Directed()
-	if err != nil {
-		return nil, nil, c.errorf("wait", err)
-	}
-	return sub, w, nil
+	return fl, nil
 }
 
 // fairAttempt runs the fair acquire script once, with cmds in the same
 // write: it takes the lock if it is free and nobody is queued, confirms an
-// offer made to the caller, and otherwise queues the caller (when queue is
-// set) or renews its place. When not acquired it also returns the last
+// offer made to the caller, and otherwise queues the caller, or renews its
+// place, when fl (where hand-offs reach it) is given. When not acquired it also returns the last
 // fencing token handed out; queuedAfter is recorded on a lease it grants.
-func (c *claim) fairAttempt(ctx context.Context, sub *subscriber.Subscriber, w *subscriber.Waiter, queue bool, cmds [][]string, queuedAfter uint64) (*Lease, uint64, []resp.Value, error) {
+func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]string, queuedAfter uint64) (*Lease, uint64, []resp.Value, error) {
 	l := c.l
 	queueArg, id, channel := "0", "0", ""
-	if queue {
-		queueArg, id, channel = "1", strconv.FormatUint(w.ID(), 10), sub.Channel()
+	if fl != nil {
+		queueArg, id, channel = "1", strconv.FormatUint(fl.w.ID(), 10), fl.channel
 	}
 	start := time.Now()
-	v, rest, short, err := l.runAcked(ctx, c.cmd, fairAcquireScript, false, c.names.fairKeys(),
+	v, rest, short, err := l.runAcked(ctx, c.cmd, l.scripts.fairAcquire, false, c.names.fairKeys(),
 		[]string{c.owner, l.ttlArg, id, channel, l.queueLeaseArg, queueArg, l.retentionArg, l.windowArg}, cmds)
 	ls, seen, err := c.fairAcquired(start, v, err, queuedAfter)
 	if ls == nil {

@@ -29,6 +29,11 @@ type Locker struct {
 
 	// The options in milliseconds, as sent; set once in newLocker.
 	ttlArg, queueLeaseArg, retentionArg, windowArg string
+	// scripts are the publishing scripts of the Locker's flavour, and
+	// sharded says which: shard channels, or plain ones. Set once in
+	// newLocker.
+	scripts *publishing
+	sharded bool
 	// waitCmd is the WAIT sent after writes (WithReplicaAck), or nil;
 	// set once in newLocker.
 	waitCmd []string
@@ -90,7 +95,7 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 		_ = client.Close()
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	l := newLocker(single{client, sub}, o)
+	l := newLocker(single{client, sub}, o, false)
 	l.owns = true
 	return l, nil
 }
@@ -151,11 +156,13 @@ func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, err
 	if err != nil {
 		return nil, err
 	}
-	return newLocker(single{c, s}, o), nil
+	return newLocker(single{c, s}, o, false), nil
 }
 
-func newLocker(nodes backend, o lockconf.Options) *Locker {
+func newLocker(nodes backend, o lockconf.Options, sharded bool) *Locker {
 	l := &Locker{
+		scripts:       &plainPublishing,
+		sharded:       sharded,
 		nodes:         nodes,
 		opts:          o,
 		ttlArg:        millis(o.TTL),
@@ -164,6 +171,9 @@ func newLocker(nodes backend, o lockconf.Options) *Locker {
 		windowArg:     millis(min(o.TTL, handoffWindow)),
 		waitCmd:       waitCommand(o),
 		leases:        map[*Lease]struct{}{},
+	}
+	if sharded {
+		l.scripts = &shardedPublishing
 	}
 	l.closing, l.beginClose = context.WithCancel(context.Background())
 	l.bgCtx, l.stopBackground = context.WithCancel(context.Background())

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/cluster"
+	"github.com/batonlock/baton/internal/cmdstats"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 )
@@ -193,4 +194,68 @@ func TestFairWaitersAcquireInArrivalOrderOnACluster(t *testing.T) {
 		lockers = append(lockers, l)
 	}
 	requireArrivalOrder(t, lockers, func(args ...string) int64 { return srv.Do(t, args...).Int })
+}
+
+// callsOf is how many times srv has run cmd (its lower-case name),
+// scripts' calls included.
+func callsOf(t *testing.T, srv *redistest.Server, cmd string) int64 {
+	t.Helper()
+	stats, err := cmdstats.Parse(srv.Do(t, "INFO", "commandstats").Str)
+	require.NoError(t, err)
+	return stats[cmd].Calls
+}
+
+// TestHandOffsOnAClusterStayOnTheLocksNode: on a cluster of Redis 7
+// nodes, a waiter listens for its hand-off on a shard channel in the
+// lock's slot, and every message of a hand-off, and of a request to the
+// holder, is an SPUBLISH on the lock's node: no PUBLISH, which the
+// cluster would send to every node, runs anywhere.
+func TestHandOffsOnAClusterStayOnTheLocksNode(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			key := "handed-" + mode
+			owner := c.Primary(t, cluster.Slot("baton:{"+key+"}"))
+			published := map[*redistest.Server]int64{}
+			for _, n := range c.Nodes() {
+				published[n] = callsOf(t, n, "publish")
+			}
+			spublished := callsOf(t, owner, "spublish")
+			holder, err := lock.Open(ctx, clusterURL(c), modeOptions(mode)...)
+			require.NoError(t, err)
+			defer holder.Close()
+			waiter, err := lock.Open(ctx, clusterURL(c), modeOptions(mode)...)
+			require.NoError(t, err)
+			defer waiter.Close()
+
+			ls, err := holder.Lock(ctx, key)
+			require.NoError(t, err)
+			got := make(chan error, 1)
+			go func() {
+				ls, err := waiter.Lock(ctx, key)
+				if err == nil {
+					err = ls.Unlock(ctx)
+				}
+				got <- err
+			}()
+			redistest.Eventually(t, func() bool {
+				info, err := holder.Inspect(ctx, key)
+				return err == nil && info.Wanted
+			}, 5*time.Second, time.Millisecond)
+			channels := owner.Do(t, "PUBSUB", "SHARDCHANNELS", "baton:{"+key+"}:to:*")
+			require.Len(t, channels.Elems, 1, "the waiter listens on a shard channel of the lock's")
+			// A write-back that keeps the lock hands it to the waiter
+			// that asked, in both modes.
+			held, err := lock.Commit(ctx, ls, lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute}, true)
+			require.NoError(t, err)
+			require.False(t, held)
+			require.NoError(t, <-got)
+
+			require.Greater(t, callsOf(t, owner, "spublish"), spublished)
+			for _, n := range c.Nodes() {
+				require.Equal(t, published[n], callsOf(t, n, "publish"), "no PUBLISH on %s", n.Addr)
+			}
+		})
+	}
 }

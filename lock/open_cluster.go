@@ -19,6 +19,11 @@ func isClusterURL(addr string) bool {
 // openCluster is Open on a Redis Cluster. The options of WithConnOptions
 // follow the URL's, so they win where both set the same thing.
 //
+// Hand-offs and requests go by SPUBLISH on shard channels in each lock's
+// slot where the primary of slot 0 knows the command (Redis 7 and later),
+// and by PUBLISH otherwise (see publishing): every node of a cluster is
+// meant to run one version.
+//
 // The eviction check asks the primary of slot 0 alone: a cluster's nodes
 // are meant to share one configuration, and the check is a guard against
 // a mistake, not a proof.
@@ -38,7 +43,12 @@ func openCluster(ctx context.Context, addr string, o lockconf.Options) (*Locker,
 			return nil, err
 		}
 	}
-	l := newLocker(newClustered(client, subscriberOptions(o, connOpts)), o)
+	sharded, err := knowsSPublish(ctx, slotCommander{client, ""})
+	if err != nil {
+		_ = client.Close()
+		return nil, fmt.Errorf("lock: %w", err)
+	}
+	l := newLocker(newClustered(client, subscriberOptions(o, connOpts)), o, sharded)
 	l.owns = true
 	return l, nil
 }

@@ -130,10 +130,10 @@ func (c *claim) sendRelease(ctx context.Context, w *lockstate.Write, style lockc
 	l, n := c.l, c.names
 	switch {
 	case w != nil && l.opts.Fair:
-		v, _, short, err = l.runAcked(ctx, c.cmd, fairCommitScript, true, append(n.fairKeys(), w.Key), commitArgs(w, c, false), nil)
+		v, _, short, err = l.runAcked(ctx, c.cmd, l.scripts.fairCommit, true, append(n.fairKeys(), w.Key), commitArgs(w, c, false), nil)
 		return v, short, err
 	case w != nil:
-		v, _, short, err = l.runAcked(ctx, c.cmd, commitScript, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c, false), nil)
+		v, _, short, err = l.runAcked(ctx, c.cmd, l.scripts.commit, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c, false), nil)
 		return v, short, err
 	}
 	v, err = c.sendPlainRelease(ctx, style)
@@ -146,7 +146,7 @@ func (c *claim) sendPlainRelease(ctx context.Context, style lockconf.ReleaseStyl
 	l, n := c.l, c.names
 	switch {
 	case l.opts.Fair:
-		return run(ctx, c.cmd, fairReleaseScript, true, n.fairKeys(), c.owner, l.windowArg)
+		return run(ctx, c.cmd, l.scripts.fairRelease, true, n.fairKeys(), c.owner, l.windowArg)
 	case style == lockconf.ReleaseEval:
 		return run(ctx, c.cmd, plainReleaseScript, false, []string{n.lock}, c.owner)
 	case style == lockconf.ReleaseGetDel:
@@ -160,7 +160,7 @@ func (c *claim) sendPlainRelease(ctx context.Context, style lockconf.ReleaseStyl
 		}
 		return resp.Value{Type: resp.Integer, Int: released}, nil
 	}
-	return run(ctx, c.cmd, releaseScript, true, []string{n.lock, n.wanted}, c.owner, l.windowArg)
+	return run(ctx, c.cmd, l.scripts.release, true, []string{n.lock, n.wanted}, c.owner, l.windowArg)
 }
 
 // retried is a reply after retryUncertain, with the uncertain error of the

@@ -1,5 +1,7 @@
 package lock
 
+import "github.com/batonlock/baton/subscriber"
+
 // Wanted is closed when another owner asks for the lock while this lease
 // holds it: in fast mode a Lock that found it held (its request stands
 // until it acquires or gives up), in fair mode a waiter that queued. A
@@ -26,13 +28,13 @@ func (ls *Lease) Wanted() <-chan struct{} {
 // lease ends or the Locker closes.
 func (ls *Lease) watchWanted(done <-chan struct{}, wanted chan struct{}) {
 	c, l := &ls.c, ls.c.l
-	sub, err := l.nodes.subscriber(l.bgCtx, c.key)
+	var w *subscriber.Waiter
+	err := c.listen(l.bgCtx, func(sub *subscriber.Subscriber) (err error) {
+		w, err = c.watchRequests(l.bgCtx, sub)
+		return err
+	})
 	if err != nil {
-		return // the Locker or the key's node is unreachable
-	}
-	w, err := sub.WatchChannel(l.bgCtx, c.names.wanted)
-	if err != nil {
-		return // the Locker or its subscriber is closing
+		return // the Locker is closing, or the key's node is unreachable
 	}
 	defer w.Close()
 	if ls.requestStands() {

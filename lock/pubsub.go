@@ -1,0 +1,104 @@
+package lock
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/batonlock/baton/resp"
+	"github.com/batonlock/baton/subscriber"
+)
+
+// publishing are the scripts that publish: hand-offs to a waiter, and
+// requests to a holder. They come in two flavours, which differ in that
+// one word: PUBLISH, and SPUBLISH for shard channels (Redis 7 and later).
+// On a Redis Cluster, PUBLISH is sent to every node of the cluster over
+// its bus, whoever listens, while SPUBLISH stays on the node that serves
+// the channel's slot; the channels a lock publishes on share its hash
+// tag, so they live in its slot, on the node its scripts run on. A Locker
+// on a cluster whose nodes know SPUBLISH uses shard channels, and every
+// other Locker plain ones; all Lockers of one key use the same.
+type publishing struct {
+	acquire, release, commit, fairAcquire, fairRelease, fairCommit script
+}
+
+var (
+	plainPublishing   = publishing{acquireScript, releaseScript, commitScript, fairAcquireScript, fairReleaseScript, fairCommitScript}
+	shardedPublishing = plainPublishing.sharded()
+)
+
+// sharded is p with every PUBLISH an SPUBLISH.
+func (p publishing) sharded() publishing {
+	s := func(sc script) script {
+		return newScript(strings.ReplaceAll(sc.src, "redis.call('PUBLISH'", "redis.call('SPUBLISH'"))
+	}
+	return publishing{s(p.acquire), s(p.release), s(p.commit), s(p.fairAcquire), s(p.fairRelease), s(p.fairCommit)}
+}
+
+// knowsSPublish reports whether the node that c reaches has the SPUBLISH
+// command. COMMAND INFO answers a nil for a command the server lacks.
+func knowsSPublish(ctx context.Context, c commander) (bool, error) {
+	v, err := c.Do(ctx, "COMMAND", "INFO", "SPUBLISH")
+	var refused *resp.Error
+	if errors.As(err, &refused) {
+		return false, nil // COMMAND is not ours to use: plain channels work everywhere
+	}
+	if err != nil {
+		return false, err
+	}
+	return v.Type == resp.Array && len(v.Elems) == 1 && !v.Elems[0].IsNull(), nil
+}
+
+// directedWaiter registers a waiter for hand-offs on sub, and returns it
+// with the channel they come on: under shard channels the claim's own, in
+// the lock's slot, else the Subscriber's.
+func (c *claim) directedWaiter(ctx context.Context, sub *subscriber.Subscriber) (*subscriber.Waiter, string, error) {
+	if !c.l.sharded {
+		w, err := sub.Directed()
+		return w, sub.Channel(), err
+	}
+	channel := c.handoffChannel(sub.Channel())
+	w, err := sub.DirectedOn(ctx, channel)
+	return w, channel, err
+}
+
+// watchRequests registers a waiter for requests on the lock (its wanted
+// channel), on a shard channel or a plain one as the Locker publishes.
+func (c *claim) watchRequests(ctx context.Context, sub *subscriber.Subscriber) (*subscriber.Waiter, error) {
+	if c.l.sharded {
+		return sub.WatchShardChannel(ctx, c.names.wanted)
+	}
+	return sub.WatchChannel(ctx, c.names.wanted)
+}
+
+// listenAttempts bounds how often a claim looks for the node to listen on
+// when the one it asked refused a shard channel's subscription.
+const listenAttempts = 3
+
+// listen runs subscribe, which registers the claim's waiters on the
+// Subscriber of the key's node. A node that answers MOVED or ASK to a
+// shard channel's SSUBSCRIBE does not serve the lock's slot, or not
+// wholly: the cluster client learns where the slot went from a command on
+// the lock's key, and the claim asks again, a few times.
+func (c *claim) listen(ctx context.Context, subscribe func(*subscriber.Subscriber) error) error {
+	var err error
+	for range listenAttempts {
+		var sub *subscriber.Subscriber
+		if sub, err = c.l.nodes.subscriber(ctx, c.key); err != nil {
+			return err
+		}
+		if err = subscribe(sub); !errors.Is(err, resp.Moved) && !errors.Is(err, resp.Ask) {
+			return err
+		}
+		if _, err := c.cmd.Do(ctx, "PTTL", c.names.lock); err != nil {
+			return err
+		}
+	}
+	return err
+}
+
+// handoffChannel is where a claim's waiter hears a hand-off under shard
+// channels: one per lock and Subscriber, in the lock's slot.
+func (c *claim) handoffChannel(subChannel string) string {
+	return c.names.lock + ":to:" + subChannel
+}
