@@ -99,8 +99,9 @@
 //     every third of the queue lease; a waiter that was handed the lock
 //     confirms it there if the window is still open, and otherwise the
 //     lock, free again, goes to the next waiter at the next attempt.
-//   - Any server with EVAL and PUBLISH/SUBSCRIBE: no keyspace notification
-//     and no particular reply order is relied on.
+//   - Any server with EVAL and PUBLISH/SUBSCRIBE (or, on a cluster,
+//     SPUBLISH/SSUBSCRIBE): no keyspace notification and no particular
+//     reply order is relied on.
 //
 // The guarantees, and what they rest on:
 //
@@ -130,6 +131,24 @@
 //   - Nothing is left behind: every key has a TTL. The lock has its
 //     holder's, a request its asker's, the counter the fence retention,
 //     and the queue keys the queue lease.
+//
+// Redis Cluster. Open with a redis+cluster:// URL makes a Locker on a
+// cluster: each lock lives in one slot (its hash tag), and its scripts go
+// to the primary that serves that slot, following MOVED, ASK and TRYAGAIN.
+// Keyspace events are published on the key's own node, so each primary
+// that holds a watched lock gets a Subscriber of its own. On Redis 7
+// nodes, hand-offs and requests go by SPUBLISH on shard channels in the
+// lock's slot (a waiter's hand-off channel is
+// <prefix>{key}:to:<its process channel>), so they stay on that node;
+// PUBLISH would be sent to every node of the cluster. A slot that moves
+// while waiters sleep is found at their next attempt, a second later at
+// most, and they listen on the new node; a shard channel whose slot
+// leaves a node is ended by the server, which wakes its waiters at once.
+// Replication to a primary's replicas is asynchronous: a failover can lose
+// a lock, unless WithReplicaAck makes every acquire wait for replicas.
+// Fencing tokens keep increasing across a failover as long as the clocks
+// of the old primary and of the promoted replica differ by less than the
+// failover takes.
 //
 // Locker.Inspect reads a lock's keys (those of its mode, listed above) in
 // one script that writes nothing: who holds the lock and for how long, the

@@ -15,6 +15,14 @@
 // breaks it redials with backoff, subscribes again, and wakes every waiter so
 // that each re-checks its lock.
 //
+// Shard channels (Redis 7 and later; [Subscriber.WatchShardChannel],
+// [Subscriber.DirectedOn]) are subscribed with SSUBSCRIBE, which on a
+// Redis Cluster goes to the node that serves the channel's slot, and hear
+// SPUBLISH: a Subscriber connected to that node serves the locks of its
+// slots without any message crossing the cluster. When a slot leaves the
+// node, the server ends its shard channels' subscriptions, and their
+// waiters are woken to look for the new node.
+//
 // A connection can also die silently: when the server's host vanishes, or a
 // middlebox forgets the connection, no bytes arrive and no reset either.
 // Against that, every command the Subscriber sends must be answered within
