@@ -2,9 +2,6 @@ package lock_test
 
 import (
 	"context"
-	"runtime"
-	"strconv"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -82,24 +79,7 @@ func BenchmarkClusterLockParallel(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer l.Close()
-			ctx := context.Background()
-			var next atomic.Int64
-			b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				key := "k" + strconv.FormatInt(next.Add(1), 10)
-				for pb.Next() {
-					ls, err := l.Lock(ctx, key)
-					if err != nil {
-						b.Error(err)
-						return
-					}
-					if err := ls.Unlock(ctx); err != nil {
-						b.Error(err)
-						return
-					}
-				}
-			})
+			lockParallel(b, l)
 		})
 	}
 }

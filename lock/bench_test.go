@@ -61,7 +61,12 @@ func BenchmarkLockUnlock(b *testing.B) {
 // of its own, through one Locker.
 func BenchmarkLockParallel(b *testing.B) {
 	srv := redistest.Start(b)
-	l := open(b, srv)
+	lockParallel(b, open(b, srv))
+}
+
+// lockParallel takes and releases locks through l from 64 goroutines,
+// each on a key of its own.
+func lockParallel(b *testing.B, l *lock.Locker) {
 	ctx := context.Background()
 	var next atomic.Int64
 	b.SetParallelism(64 / max(1, runtime.GOMAXPROCS(0)))

@@ -29,14 +29,7 @@ func TestEveryAcceptedKeyKeepsItsLockInOneSlot(t *testing.T) {
 				require.NoError(t, ls.Extend(ctx, time.Second), key)
 				// A waiter asks (fast) or queues (fair), and is handed the
 				// lock by a write-back.
-				got := make(chan error, 1)
-				go func() {
-					ls, err := waiter.Lock(ctx, key)
-					if err == nil {
-						err = ls.Unlock(ctx)
-					}
-					got <- err
-				}()
+				got := lockAndUnlock(waiter, key)
 				waitForRequest(t, srv, mode, key)
 				_, err = lock.Commit(ctx, ls, lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute}, true)
 				require.NoError(t, err, key)
@@ -44,6 +37,21 @@ func TestEveryAcceptedKeyKeepsItsLockInOneSlot(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lockAndUnlock takes key's lock on l and lets it go, in a goroutine, and
+// sends the outcome on the channel it returns.
+func lockAndUnlock(l *lock.Locker, key string) <-chan error {
+	got := make(chan error, 1)
+	go func() {
+		ctx := context.Background()
+		ls, err := l.Lock(ctx, key)
+		if err == nil {
+			err = ls.Unlock(ctx)
+		}
+		got <- err
+	}()
+	return got
 }
 
 // waitForRequest returns once a waiter for key has asked for it.

@@ -23,6 +23,21 @@ func clusterURL(c *redistest.Cluster) string {
 	return "redis+cluster://" + strings.Join(c.Seeds(), ",")
 }
 
+// openOnCluster opens n Lockers on c, each with a cluster client and
+// subscribers of its own, as n processes would; they close at the test's
+// end.
+func openOnCluster(t *testing.T, c *redistest.Cluster, n int, opts ...lock.Option) []*lock.Locker {
+	t.Helper()
+	lockers := make([]*lock.Locker, n)
+	for i := range lockers {
+		l, err := lock.Open(context.Background(), clusterURL(c), opts...)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, l.Close()) })
+		lockers[i] = l
+	}
+	return lockers
+}
+
 // keysOnEveryPrimary returns n keys per primary of c, whose locks live on
 // every primary in turn.
 func keysOnEveryPrimary(t *testing.T, c *redistest.Cluster, primaries, n int) []string {
@@ -129,13 +144,7 @@ func TestLocksOnEveryPrimaryOfACluster(t *testing.T) {
 	keys := keysOnEveryPrimary(t, c, 3, 2)
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
-			var lockers []*lock.Locker
-			for range 3 {
-				l, err := lock.Open(ctx, clusterURL(c), modeOptions(mode)...)
-				require.NoError(t, err)
-				defer l.Close()
-				lockers = append(lockers, l)
-			}
+			lockers := openOnCluster(t, c, 3, modeOptions(mode)...)
 			contend(t, cc, lockers, keys, 4, 60, nil)
 		})
 	}
@@ -156,13 +165,7 @@ func TestLocksFollowASlotMigratedDuringContention(t *testing.T) {
 	slot := cluster.Slot("baton:{" + key + "}")
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
-			var lockers []*lock.Locker
-			for range 3 {
-				l, err := lock.Open(ctx, clusterURL(c), modeOptions(mode)...)
-				require.NoError(t, err)
-				defer l.Close()
-				lockers = append(lockers, l)
-			}
+			lockers := openOnCluster(t, c, 3, modeOptions(mode)...)
 			const workers, rounds = 3, 150
 			doneDuring := contend(t, cc, lockers, []string{key}, workers, rounds, func() {
 				for _, to := range c.Nodes() {
@@ -184,16 +187,8 @@ func TestLocksFollowASlotMigratedDuringContention(t *testing.T) {
 // order.
 func TestFairWaitersAcquireInArrivalOrderOnACluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0)
-	ctx := context.Background()
 	srv := c.Primary(t, cluster.Slot("baton:{line}"))
-	var lockers []*lock.Locker
-	for range 4 {
-		l, err := lock.Open(ctx, clusterURL(c), lock.WithFair())
-		require.NoError(t, err)
-		t.Cleanup(func() { require.NoError(t, l.Close()) })
-		lockers = append(lockers, l)
-	}
-	requireArrivalOrder(t, lockers, func(args ...string) int64 { return srv.Do(t, args...).Int })
+	requireArrivalOrder(t, openOnCluster(t, c, 4, lock.WithFair()), func(args ...string) int64 { return srv.Do(t, args...).Int })
 }
 
 // callsOf is how many times srv has run cmd (its lower-case name),
@@ -222,23 +217,12 @@ func TestHandOffsOnAClusterStayOnTheLocksNode(t *testing.T) {
 				published[n] = callsOf(t, n, "publish")
 			}
 			spublished := callsOf(t, owner, "spublish")
-			holder, err := lock.Open(ctx, clusterURL(c), modeOptions(mode)...)
-			require.NoError(t, err)
-			defer holder.Close()
-			waiter, err := lock.Open(ctx, clusterURL(c), modeOptions(mode)...)
-			require.NoError(t, err)
-			defer waiter.Close()
+			lockers := openOnCluster(t, c, 2, modeOptions(mode)...)
+			holder, waiter := lockers[0], lockers[1]
 
 			ls, err := holder.Lock(ctx, key)
 			require.NoError(t, err)
-			got := make(chan error, 1)
-			go func() {
-				ls, err := waiter.Lock(ctx, key)
-				if err == nil {
-					err = ls.Unlock(ctx)
-				}
-				got <- err
-			}()
+			got := lockAndUnlock(waiter, key)
 			redistest.Eventually(t, func() bool {
 				info, err := holder.Inspect(ctx, key)
 				return err == nil && info.Wanted
