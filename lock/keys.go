@@ -3,10 +3,13 @@ package lock
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/batonlock/baton/resp"
 )
 
 // maxKeyLen is the longest lock key accepted, in bytes. Redis allows far
@@ -89,6 +92,10 @@ func (l *Locker) newClaim(key string) *claim {
 // errorf wraps err with the claim's key and the operation, as every error
 // of the package is.
 func (c *claim) errorf(op string, err error) error {
+	if _, ok := c.l.nodes.(single); ok && errors.Is(err, resp.Moved) {
+		// The commonest mistake on a cluster: a node's own address.
+		return fmt.Errorf("lock %q: %s: %w (the server is a Redis Cluster node: open the Locker with a redis+cluster:// URL)", c.key, op, err)
+	}
 	return fmt.Errorf("lock %q: %s: %w", c.key, op, err)
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/batonlock/baton/internal/cmdstats"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/resp"
 )
 
 // clusterURL is the address lock.Open takes for c.
@@ -242,4 +243,26 @@ func TestHandOffsOnAClusterStayOnTheLocksNode(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestANodesOwnAddressSaysToUseAClusterURL: a Locker opened on one
+// node's address of a cluster fails on keys the node does not serve with
+// the server's MOVED, and says how to open it instead; one opened on a
+// cluster URL that names a server without cluster support fails to open.
+func TestANodesOwnAddressSaysToUseAClusterURL(t *testing.T) {
+	c := redistest.StartCluster(t, 2, 0)
+	ctx := context.Background()
+	node := c.Nodes()[0]
+	l, err := lock.Open(ctx, node.Addr)
+	require.NoError(t, err)
+	defer l.Close()
+	key := keyOn(t, c, c.Nodes()[1], "elsewhere")
+	_, err = l.Lock(ctx, key)
+	require.ErrorIs(t, err, resp.Moved)
+	require.ErrorContains(t, err, "redis+cluster://")
+
+	plain := redistest.Start(t)
+	_, err = lock.Open(ctx, "redis+cluster://"+plain.Addr)
+	var refused *resp.Error
+	require.ErrorAs(t, err, &refused, "the server's own refusal of CLUSTER")
 }

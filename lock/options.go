@@ -6,6 +6,7 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockconf"
+	"github.com/batonlock/baton/subscriber"
 )
 
 // Option configures Open and New.
@@ -63,15 +64,27 @@ func WithKeyPrefix(p string) Option { return func(o *lockconf.Options) { o.Prefi
 // evicting policy unless this option is given. Default: refused.
 func WithEvictionAllowed() Option { return func(o *lockconf.Options) { o.EvictionAllowed = true } }
 
+// WithKeyspaceEventsConfigured tells Open that the server, or every
+// node of a cluster, already publishes the keyspace events fast mode needs
+// (notify-keyspace-events includes K, g, x and e, or K and A), so that its
+// subscribers neither read nor set the setting: for servers where CONFIG
+// is refused, as on many managed services. Default: each subscriber reads
+// the setting and adds the missing flags with CONFIG SET, and fails where
+// CONFIG is refused.
+func WithKeyspaceEventsConfigured() Option {
+	return func(o *lockconf.Options) {
+		o.SubscriberOptions = append(o.SubscriberOptions, subscriber.WithKeyspaceEventsConfigured())
+	}
+}
+
 // WithConnOptions passes options to the connections Open makes: the command
 // connection and the subscriber's. They come after Open's one default,
 // conn.WithReadTimeout(5s), which breaks a connection whose server stays
 // silent that long while replies are due (a half-open connection, a
 // server that is gone), so that the next call redials; a later
 // conn.WithReadTimeout replaces it. New ignores the option: a caller
-// who needs the subscriber configured otherwise (say, with
-// subscriber.WithKeyspaceEventsConfigured where CONFIG is refused) makes
-// the connections and passes them to New.
+// who needs the subscriber configured otherwise makes the connections and
+// passes them to New.
 func WithConnOptions(opts ...conn.Option) Option {
 	return func(o *lockconf.Options) { o.ConnOptions = append(o.ConnOptions, opts...) }
 }

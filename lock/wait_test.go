@@ -144,43 +144,55 @@ func TestWaitersSurviveTheLossOfTheSubscriber(t *testing.T) {
 }
 
 // TestFastModeWhereConfigIsRefused: where CONFIG is refused, Open cannot
-// check the keyspace events and says so; a Locker made with New, on a
-// subscriber told the events are configured, waits on them as usual.
+// check the keyspace events and says so; a Locker opened with
+// WithKeyspaceEventsConfigured, or made with New on a subscriber told the
+// events are configured, waits on them as usual.
 func TestFastModeWhereConfigIsRefused(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithConfig(`notify-keyspace-events "Kgxe"`, `rename-command CONFIG ""`))
 	ctx := context.Background()
 	_, err := lock.Open(ctx, srv.Addr)
 	require.ErrorContains(t, err, "WithKeyspaceEventsConfigured")
 
-	newLocker := func() *lock.Locker {
-		c, err := conn.NewClient(srv.Addr)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = c.Close() })
-		s, err := subscriber.New(ctx, srv.Addr, subscriber.WithKeyspaceEventsConfigured())
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = s.Close() })
-		l, err := lock.New(c, s, lock.WithTTL(time.Minute))
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = l.Close() })
-		return l
-	}
-	holder, waiter := newLocker(), newLocker()
-	held := mustLock(t, holder, "k")
-	got := make(chan *lock.Lease, 1)
-	go func() {
-		ls, err := waiter.Lock(ctx, "k")
-		if err == nil {
-			got <- ls
-		}
-		close(got)
-	}()
-	time.Sleep(50 * time.Millisecond) // the waiter waits on the lock's events
-	mustUnlock(t, held)
-	select {
-	case ls := <-got:
-		require.NotNil(t, ls, "the waiter's Lock failed")
-		mustUnlock(t, ls)
-	case <-time.After(10 * time.Second): // far below the minute's TTL: a release event woke it
-		t.Fatal("the waiter was not woken by the release")
+	for name, newLocker := range map[string]func() *lock.Locker{
+		"Open": func() *lock.Locker {
+			l, err := lock.Open(ctx, srv.Addr, lock.WithKeyspaceEventsConfigured(), lock.WithTTL(time.Minute))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = l.Close() })
+			return l
+		},
+		"New": func() *lock.Locker {
+			c, err := conn.NewClient(srv.Addr)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = c.Close() })
+			s, err := subscriber.New(ctx, srv.Addr, subscriber.WithKeyspaceEventsConfigured())
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = s.Close() })
+			l, err := lock.New(c, s, lock.WithTTL(time.Minute))
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = l.Close() })
+			return l
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			holder, waiter := newLocker(), newLocker()
+			held := mustLock(t, holder, "k")
+			got := make(chan *lock.Lease, 1)
+			go func() {
+				ls, err := waiter.Lock(ctx, "k")
+				if err == nil {
+					got <- ls
+				}
+				close(got)
+			}()
+			time.Sleep(50 * time.Millisecond) // the waiter waits on the lock's events
+			mustUnlock(t, held)
+			select {
+			case ls := <-got:
+				require.NotNil(t, ls, "the waiter's Lock failed")
+				mustUnlock(t, ls)
+			case <-time.After(10 * time.Second): // far below the minute's TTL: a release event woke it
+				t.Fatal("the waiter was not woken by the release")
+			}
+		})
 	}
 }
