@@ -48,7 +48,9 @@ bench:
 	$(BENCHSTAT) -filter '.name:LockUnlock' -col /impl .bench/all.txt
 	$(BENCHSTAT) -filter '.name:Modify' -col /impl .bench/all.txt
 	$(BENCHSTAT) -filter '.name:HandOff' -col /mode .bench/all.txt
-	$(BENCHSTAT) -filter '-.name:Do -.name:DoParallel -.name:LockUnlock -.name:Modify -.name:HandOff' .bench/all.txt
+	$(BENCHSTAT) -filter '.name:ClusterLockUnlock' -col /server .bench/all.txt
+	$(BENCHSTAT) -filter '.name:ClusterLockParallel' -col /server .bench/all.txt
+	$(BENCHSTAT) -filter '-.name:Do -.name:DoParallel -.name:LockUnlock -.name:Modify -.name:HandOff -.name:ClusterLockUnlock -.name:ClusterLockParallel' .bench/all.txt
 
 # A local Docker image of this machine's redis-server, built FROM scratch
 # (no registry needed), for the demo's and the integration suite's Docker
