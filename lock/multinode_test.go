@@ -76,18 +76,21 @@ func contend(t *testing.T, cc *cluster.Client, lockers []*lock.Locker, keys []st
 		require.NoError(t, err)
 	}
 	var wg sync.WaitGroup
-	var done atomic.Int64
+	var done, longest atomic.Int64 // increments; the longest Lock, in ns
 	errs := make(chan error, len(lockers)*workers)
 	for _, l := range lockers {
 		for range workers {
 			wg.Go(func() {
 				for r := range rounds {
 					key := keys[r%len(keys)]
-					if err := incrementUnder(ctx, cc, l, key, held[key]); err != nil {
+					waited, err := incrementUnder(ctx, cc, l, key, held[key])
+					if err != nil {
 						errs <- err
 						return
 					}
 					done.Add(1)
+					for old := longest.Load(); int64(waited) > old && !longest.CompareAndSwap(old, int64(waited)); old = longest.Load() {
+					}
 				}
 			})
 		}
@@ -97,6 +100,7 @@ func contend(t *testing.T, cc *cluster.Client, lockers []*lock.Locker, keys []st
 	}
 	doneDuring = done.Load()
 	wg.Wait()
+	t.Logf("the longest Lock took %v", time.Duration(longest.Load()).Round(time.Millisecond))
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
@@ -111,14 +115,17 @@ func contend(t *testing.T, cc *cluster.Client, lockers []*lock.Locker, keys []st
 }
 
 // incrementUnder takes key's lock and adds one to its counter with a GET
-// and a SET, which only mutual exclusion keeps from losing increments.
-func incrementUnder(ctx context.Context, cc *cluster.Client, l *lock.Locker, key string, held *atomic.Bool) error {
+// and a SET, which only mutual exclusion keeps from losing increments. It
+// returns how long the Lock took.
+func incrementUnder(ctx context.Context, cc *cluster.Client, l *lock.Locker, key string, held *atomic.Bool) (time.Duration, error) {
+	start := time.Now()
 	ls, err := l.Lock(ctx, key)
+	waited := time.Since(start)
 	if err != nil {
-		return err
+		return waited, err
 	}
 	if !held.CompareAndSwap(false, true) {
-		return fmt.Errorf("two holders of %s", key)
+		return waited, fmt.Errorf("two holders of %s", key)
 	}
 	counter := "count:{" + key + "}"
 	v, err := cc.Do(ctx, counter, "GET", counter)
@@ -128,9 +135,9 @@ func incrementUnder(ctx context.Context, cc *cluster.Client, l *lock.Locker, key
 	}
 	held.Store(false)
 	if err != nil {
-		return err
+		return waited, err
 	}
-	return ls.Unlock(ctx)
+	return waited, ls.Unlock(ctx)
 }
 
 // TestLocksOnEveryPrimaryOfACluster opens Lockers on a cluster URL and
