@@ -61,9 +61,20 @@ var counterModel = porcupine.NondeterministicModel{
 	},
 }
 
+// The kinds of problem the checks find, which verdict counts.
+const (
+	problemCount     = "count"           // a final count outside what the Modify calls allow
+	problemLinear    = "linearizability" // the counts have no linear order
+	problemUndecided = "undecided"       // the linearizability check ran out of time
+	problemFence     = "fence"           // a fencing token not above one granted before, or granted twice
+	problemOverlap   = "overlap"         // two leases whose Unlock succeeded held the lock at once
+	problemPanic     = "panic"           // a call panicked
+)
+
 // verdict is what the checks found, and the figures for the log.
 type verdict struct {
 	problems []string
+	kinds    map[string]int // how many of problems are of each kind
 
 	modifies, ok, uncertain, failed int
 	leases                          int
@@ -79,13 +90,20 @@ func (v verdict) String() string {
 		v.modifies, v.ok, v.uncertain, v.failed, v.leases, v.longestCall.Round(time.Millisecond), v.worstFenceGap, v.faults)
 }
 
+// flag records a problem of kind.
+func (v *verdict) flag(kind, problem string) {
+	v.problems = append(v.problems, problem)
+	v.kinds[kind]++
+}
+
 // check runs every check on a history: the counts are linearizable
 // (porcupine), hence no two writers overlapped and nothing was lost or
 // written twice; without a reset, each final count is between the
 // successes and the successes plus the uncertain; leases whose Unlock
-// succeeded did not overlap; fencing tokens strictly increase per key.
+// succeeded did not overlap; fencing tokens strictly increase per key;
+// no call panicked.
 func check(p parsed) verdict {
-	v := verdict{faults: p.faults, leases: len(p.leases), history: p, longestCall: p.longestCall}
+	v := verdict{faults: p.faults, kinds: map[string]int{}, leases: len(p.leases), history: p, longestCall: p.longestCall}
 	var ops []porcupine.Operation
 	success := map[string]int{}
 	uncertain := map[string]int{}
@@ -110,7 +128,7 @@ func check(p parsed) verdict {
 	for _, r := range p.reads {
 		ops = append(ops, porcupine.Operation{Input: modelInput{"read", r.token}, Output: modelOutput{old: r.old}, Call: r.call, Return: r.ret})
 		if len(p.resets) == 0 && (r.old < success[r.token] || r.old > success[r.token]+uncertain[r.token]) {
-			v.problems = append(v.problems, fmt.Sprintf("token %s: count %d, but %d Modify calls succeeded and %d were uncertain",
+			v.flag(problemCount, fmt.Sprintf("token %s: count %d, but %d Modify calls succeeded and %d were uncertain",
 				r.token, r.old, success[r.token], uncertain[r.token]))
 		}
 	}
@@ -142,21 +160,24 @@ func check(p parsed) verdict {
 			}
 			f.Close()
 		}
-		v.problems = append(v.problems, problem)
+		v.flag(problemLinear, problem)
 	default:
-		v.problems = append(v.problems, fmt.Sprintf("the linearizability check could not decide within %v", checkTimeout))
+		v.flag(problemUndecided, fmt.Sprintf("the linearizability check could not decide within %v", checkTimeout))
 	}
-	v.problems = append(v.problems, checkLeases(p.leases, &v.worstFenceGap)...)
+	checkLeases(p.leases, &v)
+	if len(p.panics) > 0 {
+		first := p.panics[0]
+		v.flag(problemPanic, fmt.Sprintf("%d calls panicked; the first, %s on %s: %s", len(p.panics), first.Op, first.Token, first.Panic))
+	}
 	return v
 }
 
 // checkLeases checks, per key, that fencing tokens strictly increase in
 // the order leases were granted (a lease that returned before another was
 // asked for has the smaller token), and that leases whose Unlock succeeded
-// did not overlap. It sets gap to the largest step between successive
-// tokens of a key.
-func checkLeases(leases []leaseOp, gap *uint64) []string {
-	var problems []string
+// did not overlap. It flags what it finds on v, and sets v.worstFenceGap
+// to the largest step between successive tokens of a key.
+func checkLeases(leases []leaseOp, v *verdict) {
 	byToken := map[string][]leaseOp{}
 	for _, l := range leases {
 		byToken[l.token] = append(byToken[l.token], l)
@@ -175,7 +196,7 @@ func checkLeases(leases []leaseOp, gap *uint64) []string {
 				next++
 			}
 			if l.fence <= maxBefore {
-				problems = append(problems, fmt.Sprintf("token %s: fencing token %d granted after a lease with %d", token, l.fence, maxBefore))
+				v.flag(problemFence, fmt.Sprintf("token %s: fencing token %d granted after a lease with %d", token, l.fence, maxBefore))
 			}
 		}
 		fences := make([]uint64, 0, len(ls))
@@ -185,9 +206,9 @@ func checkLeases(leases []leaseOp, gap *uint64) []string {
 		sort.Slice(fences, func(i, j int) bool { return fences[i] < fences[j] })
 		for i := 1; i < len(fences); i++ {
 			if fences[i] == fences[i-1] {
-				problems = append(problems, fmt.Sprintf("token %s: fencing token %d granted twice", token, fences[i]))
+				v.flag(problemFence, fmt.Sprintf("token %s: fencing token %d granted twice", token, fences[i]))
 			}
-			*gap = max(*gap, fences[i]-fences[i-1])
+			v.worstFenceGap = max(v.worstFenceGap, fences[i]-fences[i-1])
 		}
 		// Held from return to a successful Unlock's call: those
 		// intervals must not overlap.
@@ -200,12 +221,11 @@ func checkLeases(leases []leaseOp, gap *uint64) []string {
 		var last leaseOp // of those before, the one held longest
 		for i, l := range held {
 			if i > 0 && l.ret < last.unlock {
-				problems = append(problems, fmt.Sprintf("token %s: leases %d and %d both held the lock", token, last.fence, l.fence))
+				v.flag(problemOverlap, fmt.Sprintf("token %s: leases %d and %d both held the lock", token, last.fence, l.fence))
 			}
 			if l.unlock > last.unlock {
 				last = l
 			}
 		}
 	}
-	return problems
 }

@@ -82,6 +82,9 @@ func TestTheCheckerCatchesWhatItMust(t *testing.T) {
 		{"two leases held at once", parsed{
 			leases: []leaseOp{lease(1, 2, 10, 8), lease(3, 4, 11, 5)},
 		}, false},
+		{"a call panicked", parsed{
+			panics: []event{{Kind: kindDone, Op: "test/1", Token: "a", Panic: "index out of range"}},
+		}, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -30,6 +30,14 @@ type event struct {
 	Fence uint64 `json:"fence,omitempty"`
 	// Err is the error a call returned (kindDone), for the log.
 	Err string `json:"err,omitempty"`
+	// Ack marks a call whose error matched lock.ErrReplicaAck (kindDone).
+	Ack bool `json:"ack,omitempty"`
+	// Lock marks the end of a Lock with its Unlock, not of a Modify
+	// (kindDone).
+	Lock bool `json:"lock,omitempty"`
+	// Panic is what a call that panicked panicked with, and where
+	// (kindDone).
+	Panic string `json:"panic,omitempty"`
 	// Fault names a fault (kindFault).
 	Fault string `json:"fault,omitempty"`
 }
@@ -159,6 +167,16 @@ type leaseOp struct {
 // reset is a window in which the server lost its data.
 type reset struct{ start, end int64 }
 
+// callEnd is one call, a Modify or a Lock with its Unlock, that returned.
+type callEnd struct {
+	id, token string
+	call, ret int64
+	outcome   string
+	err       string // the error it returned, for the log
+	ack       bool   // its error matched lock.ErrReplicaAck
+	lock      bool   // a Lock with its Unlock, not a Modify
+}
+
 // parsed is a history sorted out into operations.
 type parsed struct {
 	modifies []*modifyOp
@@ -172,6 +190,10 @@ type parsed struct {
 	longest     event
 	// faultTimes are the faults in the order they struck.
 	faultTimes []event
+	// ends are the calls that returned, in the order they returned.
+	ends []callEnd
+	// panics are the ends of the calls that panicked.
+	panics []event
 }
 
 // parse sorts events into operations. A Modify whose process died before
@@ -199,6 +221,10 @@ func parse(events []event) parsed {
 			if call, ok := calls[e.Op]; ok && time.Duration(e.Time-call) > p.longestCall {
 				p.longestCall, p.longest = time.Duration(e.Time-call), e
 			}
+			if e.Panic != "" {
+				p.panics = append(p.panics, e)
+			}
+			p.ends = append(p.ends, callEnd{id: e.Op, token: e.Token, call: calls[e.Op], ret: e.Time, outcome: e.Outcome, err: e.Err, ack: e.Ack, lock: e.Lock})
 			if op := byID[e.Op]; op != nil {
 				op.outcome, op.err = e.Outcome, e.Err
 				if e.Outcome != outcomeUncertain {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -102,12 +103,13 @@ func (in *instance) modifyOnce(m mix, rec *recorder, token string) {
 	defer cancel()
 	id := rec.newOp()
 	rec.add(event{Kind: kindCall, Op: id, Token: token})
+	defer recordPanic(rec, id, token, false)
 	err := in.manager.Modify(ctx, token, func(c *counter) error {
 		rec.add(event{Kind: kindSeen, Op: id, Token: token, Old: c.N})
 		c.N++
 		return nil
 	})
-	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err), Err: errText(err)})
+	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err), Err: errText(err), Ack: errors.Is(err, lock.ErrReplicaAck)})
 }
 
 func errText(err error) string {
@@ -122,9 +124,10 @@ func (in *instance) lockOnce(m mix, rec *recorder, token string) {
 	defer cancel()
 	id := rec.newOp()
 	rec.add(event{Kind: kindCall, Op: id, Token: token})
+	defer recordPanic(rec, id, token, true)
 	lease, err := in.locker.Lock(ctx, token)
 	if err != nil {
-		rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcomeFailed, Err: errText(err)})
+		rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcomeFailed, Err: errText(err), Ack: errors.Is(err, lock.ErrReplicaAck), Lock: true})
 		return
 	}
 	rec.add(event{Kind: kindLeased, Op: id, Token: token, Fence: lease.Token()})
@@ -133,7 +136,17 @@ func (in *instance) lockOnce(m mix, rec *recorder, token string) {
 	if err == nil {
 		rec.add(event{Kind: kindReleased, Op: id, Token: token, Time: at})
 	}
-	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err), Err: errText(err)})
+	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err), Err: errText(err), Lock: true})
+}
+
+// recordPanic, deferred by a call, records a panic of the code under
+// test as the call's end, its outcome unknown, for the checks to report,
+// and lets the workload go on: the test then fails with its figures, its
+// servers removed, instead of the whole run dying with them left behind.
+func recordPanic(rec *recorder, id, token string, isLock bool) {
+	if r := recover(); r != nil {
+		rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcomeUncertain, Lock: isLock, Panic: fmt.Sprintf("%v\n%s", r, debug.Stack())})
+	}
 }
 
 // outcome reads what a Modify's error says about its write.
