@@ -73,6 +73,10 @@ func dockerBackend(pool *dockertest.Pool, image, about string) *backend {
 			t.Cleanup(srv.purge)
 			return srv
 		},
+		startCluster: func(t *testing.T, primaries, replicasEach int) clusterUnderTest {
+			t.Helper()
+			return startDockerCluster(t, pool, image, primaries, replicasEach)
+		},
 	}
 }
 
@@ -81,11 +85,6 @@ func dockerBackend(pool *dockertest.Pool, image, about string) *backend {
 // server answers PING. A port taken before the container bound it makes
 // it try other ports.
 func startContainer(pool *dockertest.Pool, image, dir string, s spec) (*dockerServer, error) {
-	// The official image runs redis-server as its own user, which must
-	// be able to read the mounted files.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, err
-	}
 	srv := &dockerServer{pool: pool}
 	conf := containerConf(s)
 	if s.tls {
@@ -101,10 +100,9 @@ func startContainer(pool *dockertest.Pool, image, dir string, s spec) (*dockerSe
 			"tls-ca-cert-file /conf/"+filepath.Base(files.CACert),
 			"tls-auth-clients no")
 	}
-	if err := os.WriteFile(filepath.Join(dir, "redis.conf"), []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
+	if err := writeConf(dir, conf); err != nil {
 		return nil, err
 	}
-	repo, tag := splitImage(image)
 	var err error
 	for attempt := 1; attempt <= portAttempts; attempt++ {
 		var ports []int
@@ -119,18 +117,8 @@ func startContainer(pool *dockertest.Pool, image, dir string, s spec) (*dockerSe
 			bindings["6380/tcp"] = []docker.PortBinding{{HostIP: "127.0.0.1", HostPort: strconv.Itoa(ports[1])}}
 			exposed = append(exposed, "6380/tcp")
 		}
-		srv.res, err = pool.RunWithOptions(&dockertest.RunOptions{
-			Repository: repo, Tag: tag,
-			// A config file as the only argument: the official
-			// images' entrypoint and make redis-image's both run
-			// redis-server with it.
-			Cmd:          []string{"/conf/redis.conf"},
-			Mounts:       []string{dir + ":/conf:ro"},
-			ExposedPorts: exposed,
-			PortBindings: bindings,
-			Labels:       map[string]string{containerLabel: suite.runLabel, pidLabel: strconv.Itoa(os.Getpid())},
-		}, func(hc *docker.HostConfig) {
-			hc.RestartPolicy = docker.RestartPolicy{Name: "no"}
+		srv.res, err = runContainer(pool, image, dir, func(o *dockertest.RunOptions) {
+			o.ExposedPorts, o.PortBindings = exposed, bindings
 		})
 		if err != nil {
 			continue // most likely a port taken meanwhile
@@ -146,6 +134,46 @@ func startContainer(pool *dockertest.Pool, image, dir string, s spec) (*dockerSe
 		return srv, nil
 	}
 	return nil, fmt.Errorf("starting a container of %s: %w", image, err)
+}
+
+// writeConf writes conf as dir's redis.conf, for a container to mount.
+func writeConf(dir string, conf []string) error {
+	// The official image runs redis-server as its own user, which must
+	// be able to read the mounted files.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "redis.conf"), []byte(strings.Join(conf, "\n")+"\n"), 0o644)
+}
+
+// runContainer runs image on the redis.conf that writeConf wrote to dir,
+// mounted at /conf, with the suite's labels, never restarted by the
+// engine and with no port of the host but those more binds; more sets
+// what else the container needs (ports, a network). It returns once the
+// container runs, not once its server answers.
+func runContainer(pool *dockertest.Pool, image, dir string, more func(*dockertest.RunOptions)) (*dockertest.Resource, error) {
+	repo, tag := splitImage(image)
+	opts := &dockertest.RunOptions{
+		Repository: repo, Tag: tag,
+		// A config file as the only argument: the official images'
+		// entrypoint and make redis-image's both run redis-server with
+		// it.
+		Cmd:    []string{"/conf/redis.conf"},
+		Mounts: []string{dir + ":/conf:ro"},
+		Labels: suiteLabels(),
+	}
+	more(opts)
+	return pool.RunWithOptions(opts, func(hc *docker.HostConfig) {
+		hc.RestartPolicy = docker.RestartPolicy{Name: "no"}
+		hc.PublishAllPorts = false
+	})
+}
+
+// suiteLabels are the labels of every container and network the suite
+// makes: this run's, and the process that made it, so that an
+// interrupted run and a later one can find and remove them.
+func suiteLabels() map[string]string {
+	return map[string]string{containerLabel: suite.runLabel, pidLabel: strconv.Itoa(os.Getpid())}
 }
 
 // containerConf is the redis.conf of a container: defaults a test may

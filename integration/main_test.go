@@ -229,9 +229,9 @@ func serverVersion(addr string) string {
 	return name + " " + version
 }
 
-// purgeOnInterrupt removes this run's containers when the run is
-// interrupted, then exits as the signal would. The returned func stops
-// the watch and waits for its goroutine.
+// purgeOnInterrupt removes this run's containers and networks when the
+// run is interrupted, then exits as the signal would. The returned func
+// stops the watch and waits for its goroutine.
 func purgeOnInterrupt() (stop func()) {
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
@@ -241,7 +241,7 @@ func purgeOnInterrupt() (stop func()) {
 		defer close(ended)
 		select {
 		case sig := <-signals:
-			fmt.Fprintf(os.Stderr, "integration: %v: removing this run's containers\n", sig)
+			fmt.Fprintf(os.Stderr, "integration: %v: removing this run's containers and networks\n", sig)
 			purgeRun()
 			os.Exit(130)
 		case <-done:
@@ -254,9 +254,9 @@ func purgeOnInterrupt() (stop func()) {
 	}
 }
 
-// purgeOrphans removes the containers of earlier runs whose process is
-// gone without removing them: one killed, or stopped by go test's
-// -timeout, which exits without running any cleanup.
+// purgeOrphans removes the containers and networks of earlier runs whose
+// process is gone without removing them: one killed, or stopped by go
+// test's -timeout, which exits without running any cleanup.
 func purgeOrphans(pool *dockertest.Pool) {
 	containers, err := pool.Client.ListContainers(docker.ListContainersOptions{
 		All:     true,
@@ -273,9 +273,11 @@ func purgeOrphans(pool *dockertest.Pool) {
 		_ = pool.Client.RemoveContainer(docker.RemoveContainerOptions{ID: c.ID, Force: true, RemoveVolumes: true})
 		fmt.Printf("integration: removed container %.12s, left by an earlier run (process %d) that is gone\n", c.ID, pid)
 	}
+	purgeOrphanNetworks(pool)
 }
 
-// purgeRun removes every container of this run that is still there.
+// purgeRun removes every container and network of this run that is still
+// there.
 func purgeRun() {
 	if suite.pool == nil {
 		return
@@ -291,4 +293,5 @@ func purgeRun() {
 	for _, c := range containers {
 		_ = suite.pool.Client.RemoveContainer(docker.RemoveContainerOptions{ID: c.ID, Force: true, RemoveVolumes: true})
 	}
+	purgeRunNetworks(suite.pool)
 }

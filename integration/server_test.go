@@ -51,7 +51,11 @@ type backend struct {
 	about   string // one line for the log: the backend and the server's version
 	process bool   // servers are processes, which can listen on a unix socket
 	start   func(t *testing.T, s spec) server
-	broken  error // set when this backend cannot start servers: its tests fail with it
+	// startCluster starts a Redis Cluster of primaries, each with
+	// replicasEach replicas, and returns once it is healthy; it is
+	// removed when the test ends.
+	startCluster func(t *testing.T, primaries, replicasEach int) clusterUnderTest
+	broken       error // set when this backend cannot start servers: its tests fail with it
 }
 
 // forEachBackend runs f as a subtest per backend of this run, named by
@@ -99,5 +103,6 @@ func processBackend(about string) *backend {
 			}
 			return processServer{redistest.Start(t, opts...)}
 		},
+		startCluster: startProcessCluster,
 	}
 }
