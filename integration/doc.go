@@ -2,9 +2,9 @@
 // else, that check baton's promises against real servers, the kind users
 // deploy, under the faults such servers meet: restarts without
 // persistence, pauses past a lock's TTL, latency, resets and half-open
-// connections, killed pub/sub connections and killed processes, and a soak
-// whose history is checked for overlapping holders with a linearizability
-// checker.
+// connections, killed pub/sub connections and killed processes, a Redis
+// Cluster's primary killed mid-contention, and a soak whose history is
+// checked for overlapping holders with a linearizability checker.
 //
 // Servers. Where a Docker engine answers, every server is a container,
 // started with dockertest from the image named by BATON_REDIS_IMAGE (a
@@ -22,9 +22,41 @@
 // linearizable against a counter per token (porcupine), with restarts
 // resetting the counts and uncertain outcomes free to have landed or not;
 // leases whose Unlock succeeded must not overlap; fencing tokens must
-// strictly increase per key.
+// strictly increase per key; and no call may panic (a panic is recorded
+// and reported, so that the run goes on and removes its servers).
 // Containers carry the label baton.integration and are removed at the end
 // of each test, when it fails, and on interrupt.
+//
+// Redis Cluster. The cluster tests run on a cluster of three primaries
+// with a replica each, made by the same backend: redis-server processes on
+// loopback (redistest.StartCluster), or a container per node, of the same
+// image, on a bridge network made for the test. The containers bind no
+// port of the host: the test reaches each node at its address on that
+// network, port 6379, which is also the address the node announces
+// (cluster-announce-ip) and the one in the redis+cluster:// URL the
+// Lockers open. The test forms the cluster itself, as redisproc does:
+// CLUSTER ADDSLOTSRANGE splits the slots over the primaries, MEET joins
+// the nodes, REPLICATE makes the replicas, and it waits until every node
+// says cluster_state:ok, all agree on who serves which slot and who
+// replicates whom, and every replica's link is up. A node is killed with
+// docker kill (SIGKILL) and started again with its nodes.conf, on the
+// same address. The network carries the containers' labels, and goes with
+// them: at the end of the test, on interrupt, and, for a run that died,
+// at the start of the next. TestContentionOnACluster runs the contention
+// workload, both modes, with its tokens spread over the three primaries;
+// TestAPrimaryKilledDuringContention kills the primary of some tokens
+// mid-contention, waits for its replica's promotion, brings the killed
+// node back as a replica and runs on, the kill, the promotion and the
+// return marked in the history as faults. With
+// lock.WithReplicaAck(1, 500ms) the history must pass every check; without
+// it a failover may lose what the replica never got, so the test logs what
+// the checks find (and the lost increments) instead of failing, beside
+// the figures of each variant: calls by outcome, how long calls failed
+// around the failover, and the errors they returned. A killed process
+// refuses connections at once, while a killed container's address answers
+// nothing, so calls to it wait instead of failing: the figures differ
+// between the backends. Under -short only fast mode goes through the
+// failover.
 //
 //	make integration                               # the whole suite
 //	BATON_REDIS_IMAGE=valkey/valkey:8 make integration
