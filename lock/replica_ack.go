@@ -85,7 +85,13 @@ func (l *Locker) runAcked(ctx context.Context, c commander, s script, ping bool,
 		return v, nil, nil, err
 	}
 	last := len(rest) - 1
-	return v, rest[:last], l.acknowledged(rest[last]), nil
+	short = l.acknowledged(rest[last])
+	if last == 0 {
+		// No commands went with the script: no replies, as runWith
+		// says with nil, which callers read as "none were sent".
+		return v, nil, short, nil
+	}
+	return v, rest[:last], short, nil
 }
 
 // acknowledged reads WAIT's reply: nil if it counted enough replicas, else

@@ -50,18 +50,29 @@ func TestModifyAndGet(t *testing.T) {
 // TestConcurrentIncrementsAreExact: 4 instances × 8 goroutines × 250
 // increments on 4 tokens, in each lock mode, with and without hold, on one
 // server and on a Redis Cluster of three primaries, where the tokens'
-// locks and states are spread over every primary.
+// locks and states are spread over every primary, with replicas and
+// every write acknowledged by one (WithReplicaAck) too.
 func TestConcurrentIncrementsAreExact(t *testing.T) {
-	servers := map[string]func(t *testing.T) string{
-		"one server": func(t *testing.T) string { return redistest.Start(t).Addr },
-		"cluster": func(t *testing.T) string {
+	servers := map[string]struct {
+		start func(t *testing.T) string
+		opts  []lock.Option
+	}{
+		"one server": {start: func(t *testing.T) string { return redistest.Start(t).Addr }},
+		"cluster": {start: func(t *testing.T) string {
 			c := redistest.StartCluster(t, 3, 0)
 			return "redis+cluster://" + strings.Join(c.Seeds(), ",")
+		}},
+		"cluster with replicas and WithReplicaAck": {
+			start: func(t *testing.T) string {
+				c := redistest.StartCluster(t, 3, 1)
+				return "redis+cluster://" + strings.Join(c.Seeds(), ",")
+			},
+			opts: []lock.Option{lock.WithReplicaAck(1, time.Second)},
 		},
 	}
-	for name, start := range servers {
+	for name, srv := range servers {
 		t.Run(name, func(t *testing.T) {
-			addr := start(t)
+			addr := srv.start(t)
 			for _, sc := range []struct {
 				name string
 				lock []lock.Option
@@ -73,7 +84,7 @@ func TestConcurrentIncrementsAreExact(t *testing.T) {
 				{name: "fair+hold", lock: []lock.Option{lock.WithFair()}, hold: time.Second},
 			} {
 				t.Run(sc.name, func(t *testing.T) {
-					incrementConcurrently(t, addr, sc.name+"-t", sc.lock, sc.hold)
+					incrementConcurrently(t, addr, sc.name+"-t", append(sc.lock, srv.opts...), sc.hold)
 				})
 			}
 		})

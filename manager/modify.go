@@ -68,6 +68,11 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) e
 		}
 	}()
 
+	if len(replies) != 1 {
+		// A bug below, not the server's doing; better said than a panic.
+		err = fmt.Errorf("manager: modify %q: %d replies to the state's GET, want 1", token, len(replies))
+		return err
+	}
 	data, err := m.apply(token, m.loaded(token, replies[0]), fn)
 	if err != nil {
 		return err
