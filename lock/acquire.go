@@ -42,8 +42,8 @@ func (l *Locker) lock(ctx context.Context, key string, cmds [][]string) (*Lease,
 	} else {
 		ls, replies, err = c.lockFast(ctx, cmds)
 	}
-	if err != nil || replies != nil || len(cmds) == 0 {
-		return ls, replies, err
+	if err != nil || len(cmds) == 0 || len(replies) == len(cmds) {
+		return ls, replies, err // the commands rode with the acquire
 	}
 	replies, err = c.cmd.DoMulti(ctx, cmds...)
 	if err != nil {
