@@ -15,8 +15,20 @@ import (
 // attempt, repeated every third of the queue lease and after a reconnect,
 // renews the place in the queue and catches an offer whose message was
 // lost.
+//
+// Under shard channels, registering for hand-offs is a subscription, a
+// round trip of its own, so a free lock with nobody queued is first tried
+// for without one; queueing comes after, if needed. The try takes the lock
+// only where a queued attempt would have taken it at once, so it changes
+// nobody's order.
 func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
 	l := c.l
+	if l.sharded {
+		ls, _, replies, err := c.fairAttempt(ctx, nil, cmds, 0)
+		if ls != nil || err != nil {
+			return ls, replies, err
+		}
+	}
 	fl, err := c.listenFair(ctx)
 	if err != nil {
 		return nil, nil, err
