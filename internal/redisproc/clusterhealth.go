@@ -22,12 +22,20 @@ import (
 // settled within timeout; a cluster whose killed primary had no replica
 // never does.
 func (c *Cluster) WaitHealthy(timeout time.Duration) error {
+	return WaitClusterHealthy(c.members, timeout)
+}
+
+// WaitClusterHealthy is Cluster.WaitHealthy for any cluster: it waits
+// until the members that are live have settled, as WaitHealthy says, and
+// returns an error saying what was still amiss if they have not within
+// timeout.
+func WaitClusterHealthy(members []ClusterMember, timeout time.Duration) error {
 	err := poll(timeout, func() error {
-		reports, err := c.survey()
+		reports, err := survey(members)
 		if err != nil {
 			return err
 		}
-		return c.healthy(reports)
+		return healthy(members, reports)
 	})
 	if err != nil {
 		return fmt.Errorf("redisproc: the cluster is not healthy after %v: %w", timeout, err)
@@ -37,42 +45,40 @@ func (c *Cluster) WaitHealthy(timeout time.Duration) error {
 
 // nodeReport is what one live node says about the cluster.
 type nodeReport struct {
-	srv   *Server
-	id    string      // the node's ID, as StartCluster learned it
-	state string      // cluster_state of CLUSTER INFO
-	view  clusterView // CLUSTER NODES
-	link  string      // master_link_status of INFO replication; "" on a primary
+	member ClusterMember
+	state  string      // cluster_state of CLUSTER INFO
+	view   clusterView // CLUSTER NODES
+	link   string      // master_link_status of INFO replication; "" on a primary
 	// listed holds the IDs of the replicas CLUSTER SLOTS lists, for
 	// clients to read from: those whose replication offset the node has
 	// heard to be past 0.
 	listed map[string]bool
 }
 
-// survey asks every live node for its report.
-func (c *Cluster) survey() ([]nodeReport, error) {
+// survey asks every live member for its report.
+func survey(members []ClusterMember) ([]nodeReport, error) {
 	var reports []nodeReport
-	for i, s := range c.nodes {
-		if !s.answering() {
+	for _, m := range members {
+		if !m.live() {
 			continue
 		}
-		replies, err := exchange(s.Addr, s.password, clusterQueryTimeout,
+		replies, err := exchange(m.Addr, m.Password, clusterQueryTimeout,
 			[]string{"CLUSTER", "INFO"}, []string{"CLUSTER", "NODES"}, []string{"INFO", "replication"},
 			[]string{"CLUSTER", "SLOTS"})
 		if err != nil {
-			return nil, fmt.Errorf("node %s: %w", s.Addr, err)
+			return nil, fmt.Errorf("node %s: %w", m.Addr, err)
 		}
 		for _, v := range replies {
 			if err := v.Err(); err != nil {
-				return nil, fmt.Errorf("node %s: %w", s.Addr, err)
+				return nil, fmt.Errorf("node %s: %w", m.Addr, err)
 			}
 		}
 		view, err := parseClusterNodes(replies[1].Str)
 		if err != nil {
-			return nil, fmt.Errorf("node %s: %w", s.Addr, err)
+			return nil, fmt.Errorf("node %s: %w", m.Addr, err)
 		}
 		reports = append(reports, nodeReport{
-			srv:    s,
-			id:     c.ids[i],
+			member: m,
 			state:  infoField(replies[0].Str, "cluster_state"),
 			view:   view,
 			link:   infoField(replies[2].Str, "master_link_status"),
@@ -85,60 +91,60 @@ func (c *Cluster) survey() ([]nodeReport, error) {
 	return reports, nil
 }
 
-// healthy returns nil if the reports, one from every live node, show the
+// healthy returns nil if the reports, one from every live member, show the
 // cluster settled, as WaitHealthy says, or else the first thing amiss.
-func (c *Cluster) healthy(reports []nodeReport) error {
+func healthy(members []ClusterMember, reports []nodeReport) error {
 	live := make(map[string]bool, len(reports))
 	for _, r := range reports {
-		live[r.id] = true
+		live[r.member.ID] = true
 	}
 	var shape0 string
 	for _, r := range reports {
-		v := r.view
-		if v.self != r.id {
-			return fmt.Errorf("node %s answers as node %s, not %s", r.srv.Addr, v.self, r.id)
+		v, addr := r.view, r.member.Addr
+		if v.self != r.member.ID {
+			return fmt.Errorf("node %s answers as node %s, not %s", addr, v.self, r.member.ID)
 		}
 		if r.state != "ok" {
-			return fmt.Errorf("node %s says cluster_state:%s", r.srv.Addr, r.state)
+			return fmt.Errorf("node %s says cluster_state:%s", addr, r.state)
 		}
 		for _, o := range reports {
-			e := v.node(o.id)
+			e := v.node(o.member.ID)
 			switch {
-			case o.id == r.id:
+			case o.member.ID == r.member.ID:
 			case e == nil:
-				return fmt.Errorf("node %s does not know node %s", r.srv.Addr, o.srv.Addr)
+				return fmt.Errorf("node %s does not know node %s", addr, o.member.Addr)
 			case e.down():
-				return fmt.Errorf("node %s holds node %s to be %s", r.srv.Addr, o.srv.Addr, strings.Join(e.flags, ","))
+				return fmt.Errorf("node %s holds node %s to be %s", addr, o.member.Addr, strings.Join(e.flags, ","))
 			case !e.connected:
-				return fmt.Errorf("node %s has no link to node %s", r.srv.Addr, o.srv.Addr)
+				return fmt.Errorf("node %s has no link to node %s", addr, o.member.Addr)
 			}
 		}
 		owners := v.owners()
 		for slot, o := range owners {
 			switch {
 			case o == nil:
-				return fmt.Errorf("node %s sees nobody serving slot %d", r.srv.Addr, slot)
+				return fmt.Errorf("node %s sees nobody serving slot %d", addr, slot)
 			case !live[o.id]:
-				return fmt.Errorf("node %s sees slot %d served by %s, which is down", r.srv.Addr, slot, c.describe(o.id))
+				return fmt.Errorf("node %s sees slot %d served by %s, which is down", addr, slot, describe(members, o.id))
 			case o.down():
 				return fmt.Errorf("node %s sees slot %d served by %s, which it holds to be %s",
-					r.srv.Addr, slot, c.describe(o.id), strings.Join(o.flags, ","))
+					addr, slot, describe(members, o.id), strings.Join(o.flags, ","))
 			}
 		}
 		if self := v.node(v.self); !self.isPrimary() && r.link != "up" {
-			return fmt.Errorf("replica %s has its link to its primary %s %s", r.srv.Addr, c.describe(self.master), r.link)
+			return fmt.Errorf("replica %s has its link to its primary %s %s", addr, describe(members, self.master), r.link)
 		}
 		for _, o := range reports {
-			if e := v.node(o.id); !e.isPrimary() && !r.listed[o.id] {
-				return fmt.Errorf("node %s does not list replica %s in CLUSTER SLOTS", r.srv.Addr, o.srv.Addr)
+			if e := v.node(o.member.ID); !e.isPrimary() && !r.listed[o.member.ID] {
+				return fmt.Errorf("node %s does not list replica %s in CLUSTER SLOTS", addr, o.member.Addr)
 			}
 		}
-		shape := c.shape(v, owners, reports)
+		desc := shape(members, v, owners, reports)
 		if shape0 == "" {
-			shape0 = shape
-		} else if shape != shape0 {
+			shape0 = desc
+		} else if desc != shape0 {
 			return fmt.Errorf("node %s and node %s disagree on the cluster's shape:\n%s\n%s",
-				reports[0].srv.Addr, r.srv.Addr, shape0, shape)
+				reports[0].member.Addr, addr, shape0, desc)
 		}
 	}
 	return nil
@@ -146,14 +152,14 @@ func (c *Cluster) healthy(reports []nodeReport) error {
 
 // shape describes a view: who of the live nodes replicates whom, and who
 // serves which slots. Views that agree describe alike.
-func (c *Cluster) shape(v clusterView, owners *[clusterSlots]*viewEntry, reports []nodeReport) string {
+func shape(members []ClusterMember, v clusterView, owners *[clusterSlots]*viewEntry, reports []nodeReport) string {
 	var b strings.Builder
 	for _, r := range reports {
-		e := v.node(r.id)
+		e := v.node(r.member.ID)
 		if e.isPrimary() {
-			fmt.Fprintf(&b, "%s primary; ", r.srv.Addr)
+			fmt.Fprintf(&b, "%s primary; ", r.member.Addr)
 		} else {
-			fmt.Fprintf(&b, "%s replicates %s; ", r.srv.Addr, c.describe(e.master))
+			fmt.Fprintf(&b, "%s replicates %s; ", r.member.Addr, describe(members, e.master))
 		}
 	}
 	for lo := 0; lo < clusterSlots; {
@@ -161,19 +167,10 @@ func (c *Cluster) shape(v clusterView, owners *[clusterSlots]*viewEntry, reports
 		for hi+1 < clusterSlots && owners[hi+1] == owners[lo] {
 			hi++
 		}
-		fmt.Fprintf(&b, "%d-%d: %s; ", lo, hi, c.describe(owners[lo].id))
+		fmt.Fprintf(&b, "%d-%d: %s; ", lo, hi, describe(members, owners[lo].id))
 		lo = hi + 1
 	}
 	return b.String()
-}
-
-// describe names the node with id by its address, if it is one of the
-// cluster's.
-func (c *Cluster) describe(id string) string {
-	if s := c.byID(id); s != nil {
-		return s.Addr
-	}
-	return "node " + id
 }
 
 // listedReplicas returns the IDs of the replicas in a CLUSTER SLOTS reply:
@@ -192,20 +189,4 @@ func listedReplicas(slots resp.Value) map[string]bool {
 		}
 	}
 	return listed
-}
-
-// view returns the CLUSTER NODES of s.
-func (c *Cluster) view(s *Server) (clusterView, error) {
-	replies, err := exchange(s.Addr, s.password, clusterQueryTimeout, []string{"CLUSTER", "NODES"})
-	if err == nil {
-		err = replies[0].Err()
-	}
-	if err != nil {
-		return clusterView{}, fmt.Errorf("node %s: CLUSTER NODES: %w", s.Addr, err)
-	}
-	v, err := parseClusterNodes(replies[0].Str)
-	if err != nil {
-		return clusterView{}, fmt.Errorf("node %s: %w", s.Addr, err)
-	}
-	return v, nil
 }

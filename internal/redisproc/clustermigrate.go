@@ -37,27 +37,28 @@ func (c *Cluster) MigrateSlot(slot int, to *Server) error {
 	return nil
 }
 
-func (c *Cluster) migrateSlot(slot int, to *Server) error {
-	i := c.index(to)
+func (c *Cluster) migrateSlot(slot int, toNode *Server) error {
+	i := c.index(toNode)
 	switch {
 	case slot < 0 || slot >= clusterSlots:
 		return fmt.Errorf("slot %d is not in 0-%d", slot, clusterSlots-1)
 	case i < 0:
 		return errNotNode
 	}
-	toID := c.ids[i]
-	fromID, err := c.owner(slot)
+	to := c.members[i]
+	fromID, err := owner(c.members, slot)
 	if err != nil {
 		return err
 	}
-	if fromID == toID {
+	if fromID == to.ID {
 		return nil
 	}
-	from := c.byID(fromID)
-	if from == nil {
+	j := memberIndex(c.members, fromID)
+	if j < 0 {
 		return fmt.Errorf("the slot is served by node %s, which is not one of the cluster's", fromID)
 	}
-	v, err := c.view(to)
+	from := c.members[j]
+	v, err := to.view()
 	if err != nil {
 		return err
 	}
@@ -66,10 +67,10 @@ func (c *Cluster) migrateSlot(slot int, to *Server) error {
 	}
 
 	slotArg := strconv.Itoa(slot)
-	if _, err := call(to, "CLUSTER", "SETSLOT", slotArg, "IMPORTING", fromID); err != nil {
+	if _, err := to.call("CLUSTER", "SETSLOT", slotArg, "IMPORTING", fromID); err != nil {
 		return err
 	}
-	if _, err := call(from, "CLUSTER", "SETSLOT", slotArg, "MIGRATING", toID); err != nil {
+	if _, err := from.call("CLUSTER", "SETSLOT", slotArg, "MIGRATING", to.ID); err != nil {
 		return err
 	}
 	if err := migrateKeys(from, to, slotArg); err != nil {
@@ -78,38 +79,38 @@ func (c *Cluster) migrateSlot(slot int, to *Server) error {
 	// The target first: it takes the slot and a new config epoch, which
 	// carries its claim to the others; then the source, which gives up
 	// the slot and answers MOVED from then on.
-	if _, err := call(to, "CLUSTER", "SETSLOT", slotArg, "NODE", toID); err != nil {
+	if _, err := to.call("CLUSTER", "SETSLOT", slotArg, "NODE", to.ID); err != nil {
 		return err
 	}
-	if _, err := call(from, "CLUSTER", "SETSLOT", slotArg, "NODE", toID); err != nil {
+	if _, err := from.call("CLUSTER", "SETSLOT", slotArg, "NODE", to.ID); err != nil {
 		return err
 	}
-	for _, s := range c.nodes {
-		if s == to || s == from || !s.answering() {
+	for k, m := range c.members {
+		if k == i || k == j || !m.live() {
 			continue
 		}
-		v, err := c.view(s)
+		v, err := m.view()
 		if err != nil {
 			return err
 		}
 		if !v.node(v.self).isPrimary() {
 			continue // replicas follow their primary
 		}
-		if _, err := call(s, "CLUSTER", "SETSLOT", slotArg, "NODE", toID); err != nil {
+		if _, err := m.call("CLUSTER", "SETSLOT", slotArg, "NODE", to.ID); err != nil {
 			return err
 		}
 	}
 	err = poll(migrateSettleTimeout, func() error {
-		for _, s := range c.nodes {
-			if !s.answering() {
+		for _, m := range c.members {
+			if !m.live() {
 				continue
 			}
-			v, err := c.view(s)
+			v, err := m.view()
 			if err != nil {
 				return err
 			}
-			if o := v.owner(slot); o == nil || o.id != toID {
-				return fmt.Errorf("node %s does not say that node %s serves the slot yet", s.Addr, to.Addr)
+			if o := v.owner(slot); o == nil || o.id != to.ID {
+				return fmt.Errorf("node %s does not say that node %s serves the slot yet", m.Addr, to.Addr)
 			}
 		}
 		return nil
@@ -121,10 +122,10 @@ func (c *Cluster) migrateSlot(slot int, to *Server) error {
 }
 
 // migrateKeys moves every key of slot from from to to.
-func migrateKeys(from, to *Server, slot string) error {
+func migrateKeys(from, to ClusterMember, slot string) error {
 	host, port := splitAddr(to.Addr)
 	for {
-		keys, err := call(from, "CLUSTER", "GETKEYSINSLOT", slot, strconv.Itoa(migrateBatch))
+		keys, err := from.call("CLUSTER", "GETKEYSINSLOT", slot, strconv.Itoa(migrateBatch))
 		if err != nil {
 			return err
 		}
@@ -132,8 +133,8 @@ func migrateKeys(from, to *Server, slot string) error {
 			return nil
 		}
 		args := []string{"MIGRATE", host, port, "", "0", strconv.FormatInt(migrateTimeout.Milliseconds(), 10)}
-		if to.password != "" {
-			args = append(args, "AUTH", to.password)
+		if to.Password != "" {
+			args = append(args, "AUTH", to.Password)
 		}
 		args = append(args, "KEYS")
 		for _, k := range keys.Elems {
@@ -141,7 +142,7 @@ func migrateKeys(from, to *Server, slot string) error {
 		}
 		// OK, or NOKEY when every key of the batch has expired since.
 		// Not call, whose error would quote the keys and the password.
-		v, err := from.Do(args...)
+		v, err := Do(from.Addr, from.Password, args...)
 		if err == nil {
 			err = v.Err()
 		}

@@ -10,17 +10,9 @@ import (
 	"strconv"
 	"sync"
 	"time"
-
-	"github.com/batonlock/baton/resp"
 )
 
 const (
-	// clusterFormTimeout bounds each of StartCluster's waits: for every
-	// node to know every other, and for the cluster to be healthy. Beyond
-	// gossip, which takes a few hundred milliseconds, a primary stays at
-	// cluster_state:fail for 2s after it starts, so that it takes no
-	// writes before it has heard from its peers.
-	clusterFormTimeout = 30 * time.Second
 	// clusterPoll is the pause between two looks at the cluster.
 	clusterPoll = 20 * time.Millisecond
 	// clusterQueryTimeout bounds one look at one node, which answers in
@@ -37,9 +29,12 @@ const (
 // them.
 type Cluster struct {
 	// Set by StartCluster, read-only afterwards.
-	dir       string    // holds every node's directory
-	nodes     []*Server // the primaries, then the replicas of each primary in turn
-	ids       []string  // the nodes' IDs, in the order of nodes
+	dir   string    // holds every node's directory
+	nodes []*Server // the primaries, then the replicas of each primary in turn
+	// members are nodes, in their order, as the cluster checks see them,
+	// which serve clusters this package did not start too: each live
+	// while its node answers.
+	members   []ClusterMember
 	primaries int
 
 	mu      sync.Mutex // serializes Stop
@@ -49,11 +44,12 @@ type Cluster struct {
 // StartCluster starts primaries×(1+replicasEach) redis-server processes
 // from PATH with cluster-enabled yes, each in a directory of its own under
 // one temporary directory, on loopback ports that were free, all at most
-// 55535 since each node's cluster bus listens 10000 above. It then joins
-// them into one cluster (CLUSTER MEET), splits the 16384 slots evenly over
-// the primaries, in order (CLUSTER ADDSLOTSRANGE: with 3 primaries, 0-5460,
-// 5461-10921 and 10922-16383), and makes replicasEach replicas of each
-// primary (CLUSTER REPLICATE). It returns once every node says
+// 55535 since each node's cluster bus listens 10000 above. It then forms
+// them into one cluster, as FormCluster does: joins them (CLUSTER MEET),
+// splits the 16384 slots evenly over the primaries, in order (CLUSTER
+// ADDSLOTSRANGE: with 3 primaries, 0-5460, 5461-10921 and 10922-16383),
+// and makes replicasEach replicas of each primary (CLUSTER REPLICATE). It
+// returns once every node says
 // cluster_state:ok, every node knows every other and agrees with it on who
 // serves which slot and who replicates whom, and every replica's link to
 // its primary is up: two to three seconds, since a new primary keeps its
@@ -94,7 +90,7 @@ func StartCluster(primaries, replicasEach int, opts ...Option) (*Cluster, error)
 		c.Stop()
 		return nil, fmt.Errorf("redisproc: StartCluster: %w", err)
 	}
-	if err := c.form(replicasEach); err != nil {
+	if err := formMembers(c.members, primaries, replicasEach); err != nil {
 		c.Stop()
 		return nil, fmt.Errorf("redisproc: StartCluster: %w", err)
 	}
@@ -114,110 +110,7 @@ func (c *Cluster) start(bin string, conf config, n int) error {
 			return fmt.Errorf("node %d: %w", i, err)
 		}
 		c.nodes = append(c.nodes, s)
-	}
-	return nil
-}
-
-// form makes a cluster of the nodes that start started, and waits until it
-// is in shape.
-func (c *Cluster) form(replicasEach int) error {
-	for i, s := range c.nodes {
-		id, err := call(s, "CLUSTER", "MYID")
-		if err != nil {
-			return err
-		}
-		c.ids = append(c.ids, id.Str)
-		// Distinct config epochs from the start, as redis-cli gives
-		// them, spare the primaries the rounds of bumping that
-		// resolve a collision.
-		if _, err := call(s, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1)); err != nil {
-			return err
-		}
-	}
-	for i := range c.primaries {
-		lo, hi := c.primarySlots(i)
-		if _, err := call(c.nodes[i], "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
-			return err
-		}
-	}
-	for _, s := range c.nodes[1:] {
-		host, port := splitAddr(s.Addr)
-		if _, err := call(c.nodes[0], "CLUSTER", "MEET", host, port); err != nil {
-			return err
-		}
-	}
-	// A replica must know its primary before it can replicate it.
-	if err := poll(clusterFormTimeout, c.acquainted); err != nil {
-		return fmt.Errorf("the nodes did not all get to know each other within %v: %w", clusterFormTimeout, err)
-	}
-	for i := c.primaries; i < len(c.nodes); i++ {
-		if _, err := call(c.nodes[i], "CLUSTER", "REPLICATE", c.ids[c.primaryOf(i, replicasEach)]); err != nil {
-			return err
-		}
-	}
-	err := poll(clusterFormTimeout, func() error {
-		reports, err := c.survey()
-		if err != nil {
-			return err
-		}
-		if err := c.healthy(reports); err != nil {
-			return err
-		}
-		return c.shaped(reports, replicasEach)
-	})
-	if err != nil {
-		return fmt.Errorf("the cluster was not healthy within %v: %w", clusterFormTimeout, err)
-	}
-	return nil
-}
-
-// primarySlots returns the first and the last slot of primary i's share.
-func (c *Cluster) primarySlots(i int) (lo, hi int) {
-	return i * clusterSlots / c.primaries, (i+1)*clusterSlots/c.primaries - 1
-}
-
-// primaryOf returns the index of the primary that node i, a replica,
-// was made to replicate.
-func (c *Cluster) primaryOf(i, replicasEach int) int {
-	return (i - c.primaries) / replicasEach
-}
-
-// acquainted returns nil once every node lists every other, past the
-// handshake.
-func (c *Cluster) acquainted() error {
-	for i, s := range c.nodes {
-		v, err := c.view(s)
-		if err != nil {
-			return err
-		}
-		for j, id := range c.ids {
-			if e := v.node(id); i != j && (e == nil || e.has("handshake") || e.has("noaddr")) {
-				return fmt.Errorf("node %s does not know node %s yet", s.Addr, c.nodes[j].Addr)
-			}
-		}
-	}
-	return nil
-}
-
-// shaped returns nil if every report shows the cluster as StartCluster
-// made it: each primary serving its share of the slots, each replica
-// replicating its primary.
-func (c *Cluster) shaped(reports []nodeReport, replicasEach int) error {
-	for _, r := range reports {
-		for i, id := range c.ids {
-			e := r.view.node(id)
-			if e == nil {
-				return fmt.Errorf("node %s does not know node %s", r.srv.Addr, c.nodes[i].Addr)
-			}
-			if i < c.primaries {
-				lo, hi := c.primarySlots(i)
-				if !e.isPrimary() || len(e.slots) != 1 || e.slots[0] != [2]int{lo, hi} {
-					return fmt.Errorf("node %s does not see node %s as the primary of slots %d-%d yet", r.srv.Addr, c.nodes[i].Addr, lo, hi)
-				}
-			} else if p := c.primaryOf(i, replicasEach); e.master != c.ids[p] {
-				return fmt.Errorf("node %s does not see node %s as a replica of node %s yet", r.srv.Addr, c.nodes[i].Addr, c.nodes[p].Addr)
-			}
-		}
+		c.members = append(c.members, ClusterMember{Addr: s.Addr, Password: s.password, Live: s.answering})
 	}
 	return nil
 }
@@ -273,29 +166,6 @@ func (c *Cluster) index(s *Server) int {
 		}
 	}
 	return -1
-}
-
-// byID returns the node with id, or nil.
-func (c *Cluster) byID(id string) *Server {
-	for i, n := range c.ids {
-		if n == id {
-			return c.nodes[i]
-		}
-	}
-	return nil
-}
-
-// call sends one command to s and returns its reply, turning an error
-// reply into an error, which names the node and the command.
-func call(s *Server, args ...string) (resp.Value, error) {
-	v, err := s.Do(args...)
-	if err == nil {
-		err = v.Err()
-	}
-	if err != nil {
-		return resp.Value{}, fmt.Errorf("node %s: %q: %w", s.Addr, args, err)
-	}
-	return v, nil
 }
 
 // poll calls cond every clusterPoll until it returns nil, or returns its

@@ -122,6 +122,8 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
+	t.Run("the checks on members", func(t *testing.T) { testMembers(t, c) })
+
 	t.Run("MigrateSlot", func(t *testing.T) { testMigrateSlot(t, c) })
 
 	t.Run("Stop", func(t *testing.T) {

@@ -5,10 +5,14 @@
 // Cluster; [StartCluster] runs a Redis Cluster of several primaries and
 // their replicas, which a test can crash a node of ([Cluster.Kill]), wait
 // to fail over ([Cluster.WaitHealthy]) and move slots in
-// ([Cluster.MigrateSlot]). It owns the processes and every file it makes,
-// and [Server.Stop] and [Cluster.Stop] remove them all. It serves the
-// command line's demo and, through package redistest, the tests of the
-// other baton packages; it does not import package testing.
+// ([Cluster.MigrateSlot]); the cluster's formation and checks also serve
+// clusters it did not start, whose nodes are given by address
+// ([ClusterMember]: [FormCluster], [WaitClusterHealthy], [ClusterPrimary]),
+// so that both are judged by the same rules. It owns the processes and
+// every file it makes, and [Server.Stop] and [Cluster.Stop] remove them
+// all. It serves the command line's demo and, through package redistest,
+// the tests of the other baton packages, and the integration suite's
+// cluster of containers; it does not import package testing.
 //
 // Concurrency: every goroutine the package starts has an owner that stops it
 // and waits for it. A Server's process-watching goroutine belongs to the
