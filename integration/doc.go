@@ -34,15 +34,16 @@
 // port of the host: the test reaches each node at its address on that
 // network, port 6379, which is also the address the node announces
 // (cluster-announce-ip) and the one in the redis+cluster:// URL the
-// Lockers open. The test forms the cluster itself, as redisproc does:
-// CLUSTER ADDSLOTSRANGE splits the slots over the primaries, MEET joins
-// the nodes, REPLICATE makes the replicas, and it waits until every node
-// says cluster_state:ok, all agree on who serves which slot and who
-// replicates whom, and every replica's link is up. A node is killed with
-// docker kill (SIGKILL) and started again with its nodes.conf, on the
-// same address. The network carries the containers' labels, and goes with
-// them: at the end of the test, on interrupt, and, for a run that died,
-// at the start of the next. TestContentionOnACluster runs the contention
+// Lockers open. The test forms the cluster, and judges it healthy, by
+// redisproc's rules for its own (FormCluster, WaitClusterHealthy, given
+// the nodes' addresses): CLUSTER ADDSLOTSRANGE splits the slots over the
+// primaries, MEET joins the nodes, REPLICATE makes the replicas, and it
+// waits until every node says cluster_state:ok, all agree on who serves
+// which slot and who replicates whom, and every replica's link is up. A
+// node is killed with docker kill (SIGKILL) and started again with its
+// nodes.conf, on the same address. The network carries the containers'
+// labels, and goes with them: at the end of the test, on interrupt, and,
+// for a run that died, at the start of the next. TestContentionOnACluster runs the contention
 // workload, both modes, with its tokens spread over the three primaries;
 // TestAPrimaryKilledDuringContention kills the primary of some tokens
 // mid-contention, waits for its replica's promotion, brings the killed

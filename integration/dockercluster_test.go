@@ -1,13 +1,12 @@
 package integration_test
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -18,19 +17,8 @@ import (
 	"github.com/batonlock/baton/internal/redisproc"
 )
 
-const (
-	// clusterSlots is how many hash slots a Redis Cluster has.
-	clusterSlots = 16384
-	// clusterPoll is the pause between two looks at a forming or
-	// settling cluster.
-	clusterPoll = 20 * time.Millisecond
-	// clusterForm bounds each wait while a cluster is formed: for every
-	// node to know every other, and for the cluster to be healthy, which
-	// includes the 2s a new primary keeps its cluster down.
-	clusterForm = 30 * time.Second
-	// killTimeout bounds the wait for a killed container to be gone.
-	killTimeout = 10 * time.Second
-)
+// killTimeout bounds the wait for a killed container to be gone.
+const killTimeout = 10 * time.Second
 
 // clusterNodeConf are the redis.conf lines of a node of a cluster of
 // containers: those redisproc gives the nodes of its StartCluster, and
@@ -52,20 +40,22 @@ var clusterNodeConf = []string{
 // dockerCluster is a Redis Cluster of containers of one image on a
 // bridge network made for it, each node reached by the test's host at
 // its address on that network, port 6379; no port of the host is bound.
-// Its methods must be called on the test's goroutine.
+// It is formed, and judged healthy, by redisproc's rules for a cluster it
+// did not start. Its methods must be called on the test's goroutine.
 type dockerCluster struct {
-	pool      *dockertest.Pool
-	network   *dockertest.Network
-	nodes     []*dockerServer // the primaries, then the replicas of each in turn
-	ids       []string        // the nodes' IDs, in the order of nodes
-	primaries int
-	killed    map[*dockerServer]bool // nodes killed and not restarted
+	pool    *dockertest.Pool
+	network *dockertest.Network
+	nodes   []*dockerServer // the primaries, then the replicas of each in turn
+	// members are nodes, in their order, as redisproc's cluster checks
+	// see them: each live until killed, and again once restarted.
+	members []redisproc.ClusterMember
+	killed  map[*dockerServer]bool // nodes killed and not restarted
 }
 
 // startDockerCluster starts primaries×(1+replicasEach) containers of
 // image on a network of their own, forms them into a cluster as redisproc
-// forms its own (CLUSTER ADDSLOTSRANGE, MEET, then REPLICATE), and returns
-// once the cluster is healthy and shaped as asked. The containers, then
+// forms its own (redisproc.FormCluster: CLUSTER ADDSLOTSRANGE, MEET, then
+// REPLICATE), and returns once the cluster is healthy and shaped as asked. The containers, then
 // the network, are removed when the test ends; both carry the suite's
 // labels, so that a run that died without removing them has them removed
 // by the next (purgeOrphans).
@@ -82,7 +72,7 @@ func startDockerCluster(t *testing.T, pool *dockertest.Pool, image string, prima
 	}
 	// Registered first, so that it runs after the containers are gone.
 	t.Cleanup(func() { removeNetwork(pool, network.Network.ID) })
-	c := &dockerCluster{pool: pool, network: network, primaries: primaries, killed: map[*dockerServer]bool{}}
+	c := &dockerCluster{pool: pool, network: network, killed: map[*dockerServer]bool{}}
 	start := time.Now()
 	// At once: each takes a second, most of it dockertest waiting in
 	// vain for the exposed port to be published.
@@ -104,8 +94,11 @@ func startDockerCluster(t *testing.T, pool *dockertest.Pool, image string, prima
 			t.Fatalf("node %d: %v", i, err)
 		}
 	}
+	for _, s := range c.nodes {
+		c.members = append(c.members, redisproc.ClusterMember{Addr: s.addr, Live: func() bool { return !c.killed[s] }})
+	}
 	started := time.Now()
-	if err := c.form(replicasEach); err != nil {
+	if err := redisproc.FormCluster(c.members, primaries, replicasEach); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("a cluster of %d containers on network %s: started in %v, formed in %v", len(c.nodes), network.Network.Name,
@@ -144,64 +137,14 @@ func (c *dockerCluster) announce(srv *dockerServer) error {
 		return fmt.Errorf("node %s: %w", srv.addr, err)
 	}
 	host, _, _ := net.SplitHostPort(srv.addr)
-	_, err := call(srv.addr, "CONFIG", "SET", "cluster-announce-ip", host)
-	return err
-}
-
-// form makes a cluster of the nodes, and waits until it is in shape.
-func (c *dockerCluster) form(replicasEach int) error {
-	for i, s := range c.nodes {
-		id, err := call(s.addr, "CLUSTER", "MYID")
-		if err != nil {
-			return err
-		}
-		c.ids = append(c.ids, id)
-		// Distinct config epochs from the start spare the primaries the
-		// rounds of bumping that resolve a collision.
-		if _, err := call(s.addr, "CLUSTER", "SET-CONFIG-EPOCH", strconv.Itoa(i+1)); err != nil {
-			return err
-		}
+	v, err := doAt(srv.addr, "CONFIG", "SET", "cluster-announce-ip", host)
+	if err == nil {
+		err = v.Err()
 	}
-	for i := range c.primaries {
-		lo, hi := c.primarySlots(i)
-		if _, err := call(c.nodes[i].addr, "CLUSTER", "ADDSLOTSRANGE", strconv.Itoa(lo), strconv.Itoa(hi)); err != nil {
-			return err
-		}
-	}
-	for _, s := range c.nodes[1:] {
-		host, port, _ := net.SplitHostPort(s.addr)
-		if _, err := call(c.nodes[0].addr, "CLUSTER", "MEET", host, port); err != nil {
-			return err
-		}
-	}
-	// A replica must know its primary before it can replicate it.
-	if err := poll(clusterForm, c.acquainted); err != nil {
-		return fmt.Errorf("the nodes did not all get to know each other within %v: %w", clusterForm, err)
-	}
-	for i := c.primaries; i < len(c.nodes); i++ {
-		if _, err := call(c.nodes[i].addr, "CLUSTER", "REPLICATE", c.ids[(i-c.primaries)/replicasEach]); err != nil {
-			return err
-		}
-	}
-	err := poll(clusterForm, func() error {
-		reports, err := c.survey()
-		if err != nil {
-			return err
-		}
-		if err := c.healthy(reports); err != nil {
-			return err
-		}
-		return c.shaped(reports, replicasEach)
-	})
 	if err != nil {
-		return fmt.Errorf("the cluster was not healthy within %v: %w", clusterForm, err)
+		return fmt.Errorf("node %s: CONFIG SET cluster-announce-ip: %w", srv.addr, err)
 	}
 	return nil
-}
-
-// primarySlots returns the first and the last slot of primary i's share.
-func (c *dockerCluster) primarySlots(i int) (lo, hi int) {
-	return i * clusterSlots / c.primaries, (i+1)*clusterSlots/c.primaries - 1
 }
 
 func (c *dockerCluster) URL() string {
@@ -222,29 +165,12 @@ func (c *dockerCluster) Nodes() []clusterNode {
 
 func (c *dockerCluster) Primary(t testing.TB, slot int) clusterNode {
 	t.Helper()
-	// The claim with the highest config epoch wins, as in the cluster
-	// itself: right as soon as the new owner has taken the slot.
-	var best *nodesLine
-	for i, s := range c.nodes {
-		if c.killed[s] {
-			continue
-		}
-		v, err := c.view(i)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if l := v.owner(slot); l != nil && (best == nil || l.epoch > best.epoch) {
-			best = l
-		}
+	i, err := redisproc.ClusterPrimary(c.members, slot)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if best == nil {
-		t.Fatalf("no live node says who serves slot %d", slot)
-	}
-	s := c.byID(best.id)
-	switch {
-	case s == nil:
-		t.Fatalf("slot %d is served by node %s, which is not one of the cluster's", slot, best.id)
-	case c.killed[s]:
+	s := c.nodes[i]
+	if c.killed[s] {
 		t.Fatalf("slot %d is served by %s, which is down", slot, s.addr)
 	}
 	return s
@@ -258,15 +184,10 @@ func (c *dockerCluster) Kill(t testing.TB, n clusterNode) {
 	if err := c.pool.Client.KillContainer(docker.KillContainerOptions{ID: id}); err != nil {
 		t.Fatalf("killing %s: %v", s.addr, err)
 	}
-	err := poll(killTimeout, func() error {
-		ct, err := c.pool.Client.InspectContainer(id)
-		if err == nil && ct.State.Running {
-			err = errors.New("still running")
-		}
-		return err
-	})
-	if err != nil {
-		t.Fatalf("killing %s: %v", s.addr, err)
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	if _, err := c.pool.Client.WaitContainerWithContext(id, ctx); err != nil {
+		t.Fatalf("killing %s: waiting for it to be gone: %v", s.addr, err)
 	}
 	c.killed[s] = true
 }
@@ -298,15 +219,8 @@ func (c *dockerCluster) Restart(t testing.TB, n clusterNode) {
 
 func (c *dockerCluster) WaitHealthy(t testing.TB, timeout time.Duration) {
 	t.Helper()
-	err := poll(timeout, func() error {
-		reports, err := c.survey()
-		if err != nil {
-			return err
-		}
-		return c.healthy(reports)
-	})
-	if err != nil {
-		t.Fatalf("the cluster is not healthy after %v: %v", timeout, err)
+	if err := redisproc.WaitClusterHealthy(c.members, timeout); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -318,20 +232,4 @@ func (c *dockerCluster) node(t testing.TB, n clusterNode) *dockerServer {
 		t.Fatalf("%s is not a node of this cluster", n.Addr())
 	}
 	return s
-}
-
-// byID returns the node with id, or nil.
-func (c *dockerCluster) byID(id string) *dockerServer {
-	if i := slices.Index(c.ids, id); i >= 0 {
-		return c.nodes[i]
-	}
-	return nil
-}
-
-// describe names the node with id by its address, if it is one of c's.
-func (c *dockerCluster) describe(id string) string {
-	if s := c.byID(id); s != nil {
-		return s.addr
-	}
-	return "node " + id
 }
