@@ -273,3 +273,35 @@ func TestANodesOwnAddressSaysToUseAClusterURL(t *testing.T) {
 	var refused *resp.Error
 	require.ErrorAs(t, err, &refused, "the server's own refusal of CLUSTER")
 }
+
+// TestClusterOptionsReachTheClusterClient: a Locker whose cluster client
+// may send a batch only once fails on a lock whose slot moved since it
+// last looked, with the cluster's ErrTooManyRetries; a default one follows
+// the MOVED.
+func TestClusterOptionsReachTheClusterClient(t *testing.T) {
+	c := redistest.StartCluster(t, 2, 0)
+	ctx := context.Background()
+	key := "moved"
+	slot := cluster.Slot("baton:{" + key + "}")
+	once, err := lock.Open(ctx, clusterURL(c), lock.WithClusterOptions(cluster.WithMaxRetries(0)))
+	require.NoError(t, err)
+	defer once.Close()
+	following := openOnCluster(t, c, 1)[0]
+	for _, l := range []*lock.Locker{once, following} {
+		ls, err := l.Lock(ctx, key)
+		require.NoError(t, err)
+		require.NoError(t, ls.Unlock(ctx))
+	}
+
+	to := c.Nodes()[0]
+	if to == c.Primary(t, slot) {
+		to = c.Nodes()[1]
+	}
+	c.MigrateSlot(t, slot, to)
+	_, err = once.Lock(ctx, key)
+	require.ErrorIs(t, err, cluster.ErrTooManyRetries)
+	require.ErrorIs(t, err, resp.Moved)
+	ls, err := following.Lock(ctx, key)
+	require.NoError(t, err)
+	require.NoError(t, ls.Unlock(ctx))
+}

@@ -33,7 +33,7 @@ func openCluster(ctx context.Context, addr string, o lockconf.Options) (*Locker,
 		return nil, fmt.Errorf("lock: %w", err)
 	}
 	connOpts := append(urlOpts, o.ConnOptions...)
-	client, err := cluster.New(ctx, seeds, cluster.WithConnOptions(connOpts...))
+	client, err := cluster.New(ctx, seeds, append([]cluster.Option{cluster.WithConnOptions(connOpts...)}, o.ClusterOptions...)...)
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/subscriber"
@@ -75,6 +76,15 @@ func WithKeyspaceEventsConfigured() Option {
 	return func(o *lockconf.Options) {
 		o.SubscriberOptions = append(o.SubscriberOptions, subscriber.WithKeyspaceEventsConfigured())
 	}
+}
+
+// WithClusterOptions passes options to the cluster client Open makes for
+// a redis+cluster:// URL: how often it may refresh the topology, how many
+// redirects and unreachable nodes a call may meet (cluster.WithMaxRetries).
+// Connection options go through WithConnOptions, on a cluster as on one
+// server. Ignored on one server. Default: the cluster package's.
+func WithClusterOptions(opts ...cluster.Option) Option {
+	return func(o *lockconf.Options) { o.ClusterOptions = append(o.ClusterOptions, opts...) }
 }
 
 // WithConnOptions passes options to the connections Open makes: the command

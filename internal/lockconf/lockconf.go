@@ -3,6 +3,7 @@ package lockconf
 import (
 	"time"
 
+	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/subscriber"
 )
@@ -21,6 +22,7 @@ type Options struct {
 	FenceRetention    time.Duration
 	EvictionAllowed   bool
 	ReplicaAcks       int
+	ClusterOptions    []cluster.Option
 	ReplicaAckTimeout time.Duration
 	ConnOptions       []conn.Option
 	SubscriberOptions []subscriber.Option
