@@ -17,9 +17,9 @@ import (
 // primary of its slot through the cluster client, which follows MOVED and
 // ASK. Keyspace events are published only by the node that holds the key,
 // so each primary that holds a watched lock gets a Subscriber of its own,
-// made on first use and kept until Close. Directed messages and requests
-// go by PUBLISH, which a cluster forwards to every node, so a waiter hears
-// them on its key's node's Subscriber too.
+// made on first use and kept until Close. Hand-offs and requests are
+// published on the key's node too (by SPUBLISH where the nodes know it,
+// see publishing), so that node's Subscriber hears all a waiter needs.
 type clustered struct {
 	client  *cluster.Client
 	subOpts []subscriber.Option // for each node's Subscriber
