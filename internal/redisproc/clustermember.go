@@ -8,13 +8,14 @@ import (
 )
 
 // ClusterMember is one node of a Redis Cluster as FormCluster,
-// WaitClusterHealthy and ClusterPrimary see it: an address to ask, not a
-// process. Those checks are the ones Cluster runs on its own nodes, given
-// to clusters this package did not start, containers say, so that both
-// are judged by the same rules.
+// WaitClusterHealthy, ClusterPrimary and MigrateClusterSlot see it: an
+// address to ask, not a process. Those checks, and the migration, are the
+// ones Cluster runs on its own nodes, given to clusters this package did
+// not start, containers say, so that both are judged by the same rules.
 type ClusterMember struct {
 	// Addr is the node's host:port: where this process reaches it, and
-	// the address the cluster knows it by.
+	// the address the cluster knows it by, where its peers reach it
+	// (MigrateClusterSlot has the source MIGRATE keys to the target's).
 	Addr string
 	// Password, unless "", is sent with AUTH first.
 	Password string

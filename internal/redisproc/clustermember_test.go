@@ -1,12 +1,15 @@
 package redisproc_test
 
 import (
+	"fmt"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/internal/redisproc"
 )
 
@@ -57,6 +60,85 @@ func testMembers(t *testing.T, c *redisproc.Cluster) {
 		})
 	}
 }
+
+// testMigrateClusterSlot moves a slot holding keys by MigrateClusterSlot,
+// given c's nodes by address, to another primary and back: c's own
+// Primary and the keys follow, as with MigrateSlot; and it refuses what
+// MigrateSlot refuses, or cannot do, before it changes anything.
+func testMigrateClusterSlot(t *testing.T, c *redisproc.Cluster) {
+	const tag, keys = "{members}", 150 // more than one batch of MIGRATE
+	nodes := c.Nodes()
+	members := make([]redisproc.ClusterMember, len(nodes))
+	for i, n := range nodes {
+		members[i] = redisproc.ClusterMember{Addr: n.Addr, Password: clusterPass, ID: do(t, n, "CLUSTER", "MYID").Str}
+	}
+	slot := cluster.Slot(tag)
+	from, err := c.Primary(slot)
+	require.NoError(t, err)
+	home := slices.Index(nodes, from)
+	to := -1
+	for i, n := range nodes {
+		if n != from && do(t, n, "ROLE").Elems[0].Str == "master" {
+			to = i
+			break
+		}
+	}
+	require.GreaterOrEqual(t, to, 0)
+	for i := range keys {
+		require.Equal(t, "OK", do(t, from, "SET", fmt.Sprintf("%s:%d", tag, i), strconv.Itoa(i)).Str)
+	}
+	countKeys := func(s *redisproc.Server) int64 {
+		return do(t, s, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)).Int
+	}
+
+	require.NoError(t, redisproc.MigrateClusterSlot(members, slot, to))
+	got, err := c.Primary(slot)
+	require.NoError(t, err)
+	require.Same(t, nodes[to], got, "the cluster's own Primary agrees")
+	require.Equal(t, int64(keys), countKeys(nodes[to]))
+	require.Zero(t, countKeys(from))
+	movedTo(t, do(t, from, "GET", tag+":7"), slot, nodes[to].Addr)
+	require.NoError(t, redisproc.MigrateClusterSlot(members, slot, to), "to where it is already")
+
+	noID := slices.Clone(members)
+	noID[home].ID = ""
+	wrongID := slices.Clone(members)
+	replica := len(members) - 1
+	wrongID[home].ID = members[replica].ID
+	for _, tt := range []struct {
+		name    string
+		members []redisproc.ClusterMember
+		slot    int
+		to      int
+		want    string
+	}{
+		{"a slot out of range", members, clusterSlotCount, home, "not in 0-16383"},
+		{"a negative slot", members, -1, home, "not in 0-16383"},
+		{"a member out of range", members, slot, len(members), "not a node of this cluster"},
+		{"a negative member", members, slot, -1, "not a node of this cluster"},
+		{"a member without its ID", noID, slot, home, "ID is not known"},
+		{"a member with another's ID", wrongID, slot, home, "answers as node"},
+		{"a replica", members, slot, replica, "is a replica"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			require.ErrorContains(t, redisproc.MigrateClusterSlot(tt.members, tt.slot, tt.to), tt.want)
+			got, err := c.Primary(slot)
+			require.NoError(t, err)
+			require.Same(t, nodes[to], got, "the slot stayed")
+		})
+	}
+
+	// Back by the cluster's own MigrateSlot, which agrees.
+	require.NoError(t, c.MigrateSlot(slot, from))
+	back, err := redisproc.ClusterPrimary(members, slot)
+	require.NoError(t, err)
+	require.Equal(t, home, back)
+	require.Equal(t, int64(keys), countKeys(from))
+	require.NoError(t, c.WaitHealthy(10*time.Second))
+}
+
+// clusterSlotCount is how many hash slots a Redis Cluster has.
+const clusterSlotCount = 16384
 
 // FormCluster refuses a count of nodes that does not fit the shape asked
 // for, before it asks any node anything.

@@ -1,6 +1,7 @@
 package redisproc
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -31,36 +32,59 @@ const (
 // returns its error and leaves the slot as that step found it, possibly
 // still importing and migrating.
 func (c *Cluster) MigrateSlot(slot int, to *Server) error {
-	if err := c.migrateSlot(slot, to); err != nil {
+	if err := migrateMembers(c.members, slot, c.index(to)); err != nil {
 		return fmt.Errorf("redisproc: MigrateSlot %d to %s: %w", slot, to.Addr, err)
 	}
 	return nil
 }
 
-func (c *Cluster) migrateSlot(slot int, toNode *Server) error {
-	i := c.index(toNode)
+// MigrateClusterSlot is Cluster.MigrateSlot for any cluster: it moves slot,
+// with its keys, to members[to], a primary, by the same steps, and returns
+// once every live member says members[to] serves it. The members must
+// carry their IDs, as FormCluster leaves them, and each one's Addr must be
+// where the others reach it too: the source's MIGRATE connects to the
+// target's Addr, and the target's Password, if any, is sent with it.
+func MigrateClusterSlot(members []ClusterMember, slot int, to int) error {
+	if err := migrateMembers(members, slot, to); err != nil {
+		target := fmt.Sprintf("member %d", to)
+		if to >= 0 && to < len(members) {
+			target = members[to].Addr
+		}
+		return fmt.Errorf("redisproc: MigrateClusterSlot %d to %s: %w", slot, target, err)
+	}
+	return nil
+}
+
+// migrateMembers moves slot to members[i]; an i out of range is not a
+// node of the cluster.
+func migrateMembers(members []ClusterMember, slot, i int) error {
 	switch {
 	case slot < 0 || slot >= clusterSlots:
 		return fmt.Errorf("slot %d is not in 0-%d", slot, clusterSlots-1)
-	case i < 0:
+	case i < 0 || i >= len(members):
 		return errNotNode
+	case members[i].ID == "":
+		return errors.New("the node's ID is not known (FormCluster sets it)")
 	}
-	to := c.members[i]
-	fromID, err := owner(c.members, slot)
+	to := members[i]
+	fromID, err := owner(members, slot)
 	if err != nil {
 		return err
 	}
 	if fromID == to.ID {
 		return nil
 	}
-	j := memberIndex(c.members, fromID)
+	j := memberIndex(members, fromID)
 	if j < 0 {
 		return fmt.Errorf("the slot is served by node %s, which is not one of the cluster's", fromID)
 	}
-	from := c.members[j]
+	from := members[j]
 	v, err := to.view()
 	if err != nil {
 		return err
+	}
+	if v.self != to.ID {
+		return fmt.Errorf("node %s answers as node %s, not %s", to.Addr, v.self, to.ID)
 	}
 	if !v.node(v.self).isPrimary() {
 		return fmt.Errorf("node %s is a replica", to.Addr)
@@ -85,7 +109,7 @@ func (c *Cluster) migrateSlot(slot int, toNode *Server) error {
 	if _, err := from.call("CLUSTER", "SETSLOT", slotArg, "NODE", to.ID); err != nil {
 		return err
 	}
-	for k, m := range c.members {
+	for k, m := range members {
 		if k == i || k == j || !m.live() {
 			continue
 		}
@@ -101,7 +125,7 @@ func (c *Cluster) migrateSlot(slot int, toNode *Server) error {
 		}
 	}
 	err = poll(migrateSettleTimeout, func() error {
-		for _, m := range c.members {
+		for _, m := range members {
 			if !m.live() {
 				continue
 			}

@@ -22,8 +22,8 @@ import (
 	"github.com/batonlock/baton/resp"
 )
 
-// clusterPass is the password of TestCluster's nodes: Do, MigrateSlot and
-// the replicas must all use it.
+// clusterPass is the password of TestCluster's nodes: Do, MigrateSlot,
+// MigrateClusterSlot and the replicas must all use it.
 const clusterPass = "secret"
 
 // One cluster, looked at from every side in turn, and stopped last: a
@@ -125,6 +125,8 @@ func TestCluster(t *testing.T) {
 	t.Run("the checks on members", func(t *testing.T) { testMembers(t, c) })
 
 	t.Run("MigrateSlot", func(t *testing.T) { testMigrateSlot(t, c) })
+
+	t.Run("MigrateClusterSlot", func(t *testing.T) { testMigrateClusterSlot(t, c) })
 
 	t.Run("Stop", func(t *testing.T) {
 		var pids []int

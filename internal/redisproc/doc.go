@@ -7,10 +7,10 @@
 // to fail over ([Cluster.WaitHealthy]) and move slots in
 // ([Cluster.MigrateSlot]); the cluster's formation and checks also serve
 // clusters it did not start, whose nodes are given by address
-// ([ClusterMember]: [FormCluster], [WaitClusterHealthy], [ClusterPrimary]),
-// so that both are judged by the same rules. It owns the processes and
-// every file it makes, and [Server.Stop] and [Cluster.Stop] remove them
-// all. It serves the command line's demo and, through package redistest,
+// ([ClusterMember]: [FormCluster], [WaitClusterHealthy], [ClusterPrimary],
+// [MigrateClusterSlot]), so that both are judged, and changed, by the same
+// rules. It owns the processes and every file it makes, and [Server.Stop]
+// and [Cluster.Stop] remove them all. It serves the command line's demo and, through package redistest,
 // the tests of the other baton packages, and the integration suite's
 // cluster of containers; it does not import package testing.
 //
