@@ -132,7 +132,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 		if ls != nil {
 			return ls, replies, nil
 		}
-		if l.nodes.stale(ln.sub, c.key) {
+		if l.nodes.stale(ln.sub, c.names.lock) {
 			// The key's slot moved: its releases are heard elsewhere
 			// now. Listen there, and try again, since a release may have
 			// gone unheard meanwhile.
@@ -201,7 +201,7 @@ type fastListener struct {
 // sets where a hand-off reaches it (c.asker).
 func (c *claim) listenFast(ctx context.Context) (*fastListener, error) {
 	l := c.l
-	node, err := l.nodes.node(ctx, c.key)
+	node, err := l.nodes.node(ctx, c.names.lock)
 	if err != nil {
 		return nil, c.errorf("wait", c.stopReason(err))
 	}

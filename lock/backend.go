@@ -21,9 +21,12 @@ type commander interface {
 
 // backend is what a Locker runs on: one server (single), or a Redis
 // Cluster (clustered), where each lock's commands go to the primary of its
-// slot and its waiters listen there.
+// slot and its waiters listen there. Each method takes a key of the lock
+// (its name in Redis, <prefix>{key}, or another with the same hash tag),
+// which decides the slot: never the key the caller named, whose own braces
+// may hash elsewhere.
 type backend interface {
-	// commander is where the commands on the lock key go.
+	// commander is where the commands on the lock of key go.
 	commander(key string) commander
 	// node is the client of the server that holds key, for the early
 	// attempts that the subscriber's reader sends on its current

@@ -62,7 +62,7 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			c.releaseInBackground()
 			return nil, nil, c.errorf("wait", ErrClosed)
 		}
-		if l.nodes.stale(fl.sub, c.key) {
+		if l.nodes.stale(fl.sub, c.names.lock) {
 			// The key's slot moved: hand-offs are published on the new
 			// node. Listen there; the attempt below tells the queue.
 			fl.w.Close()

@@ -122,7 +122,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (Info, error) {
 	if l.opts.Fair {
 		fair = "1"
 	}
-	v, err := run(ctx, l.nodes.commander(key), inspectScript, false, []string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, fair)
+	v, err := run(ctx, l.nodes.commander(n.lock), inspectScript, false, []string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, fair)
 	if err != nil {
 		return Info{}, fmt.Errorf("lock %q: inspect: %w", key, err)
 	}

@@ -84,7 +84,8 @@ type claim struct {
 }
 
 func (l *Locker) newClaim(key string) *claim {
-	ls := &Lease{c: claim{l: l, key: key, names: l.keyNames(key), owner: rand.Text(), cmd: l.nodes.commander(key)}}
+	names := l.keyNames(key)
+	ls := &Lease{c: claim{l: l, key: key, names: names, owner: rand.Text(), cmd: l.nodes.commander(names.lock)}}
 	ls.c.lease = ls
 	return &ls.c
 }

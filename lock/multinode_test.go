@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/cluster"
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/cmdstats"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
@@ -304,4 +306,50 @@ func TestClusterOptionsReachTheClusterClient(t *testing.T) {
 	ls, err := following.Lock(ctx, key)
 	require.NoError(t, err)
 	require.NoError(t, ls.Unlock(ctx))
+}
+
+// TestKeysWithBracesGoStraightToTheirNode: a lock's keys hash by the tag
+// of <prefix>{key}, not by the key's own braces, so a Locker on a cluster
+// must route by the former. Keys whose own tag differs, taken and handed
+// over in both modes, then taken again, never meet a MOVED after their
+// first round.
+func TestKeysWithBracesGoStraightToTheirNode(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	keys := []string{"a{b}c", "{x}y", "m{n}", "z{w}"}
+	for _, key := range keys {
+		require.NotEqual(t, cluster.Slot(key), cluster.Slot("baton:{"+key+"}"), "a key whose own slot differs")
+	}
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			var moved atomic.Int64
+			tap := func(dir conn.Direction, p []byte) {
+				if dir == conn.Read && bytes.Contains(p, []byte("-MOVED")) {
+					moved.Add(1)
+				}
+			}
+			opts := modeOptions(mode, lock.WithConnOptions(conn.WithTap(tap)))
+			lockers := openOnCluster(t, c, 2, opts...)
+			holder, waiter := lockers[0], lockers[1]
+			round := func(key string) {
+				ls, err := holder.Lock(ctx, key)
+				require.NoError(t, err, key)
+				got := lockAndUnlock(waiter, key)
+				redistest.Eventually(t, func() bool {
+					info, err := holder.Inspect(ctx, key)
+					return err == nil && info.Wanted
+				}, 5*time.Second, time.Millisecond)
+				require.NoError(t, ls.Unlock(ctx), key)
+				require.NoError(t, <-got, key)
+			}
+			for _, key := range keys {
+				round(key)
+			}
+			before := moved.Load()
+			for _, key := range keys {
+				round(key)
+			}
+			require.Equal(t, before, moved.Load(), "a MOVED after the first round")
+		})
+	}
 }

@@ -84,7 +84,7 @@ func (c *claim) listen(ctx context.Context, subscribe func(*subscriber.Subscribe
 	var err error
 	for range listenAttempts {
 		var sub *subscriber.Subscriber
-		if sub, err = c.l.nodes.subscriber(ctx, c.key); err != nil {
+		if sub, err = c.l.nodes.subscriber(ctx, c.names.lock); err != nil {
 			return err
 		}
 		if err = subscribe(sub); !errors.Is(err, resp.Moved) && !errors.Is(err, resp.Ask) {

@@ -120,7 +120,7 @@ func (m *Manager[T]) Get(ctx context.Context, token string) (T, error) {
 	if err := m.check(ctx, token); err != nil {
 		return v, err
 	}
-	reply, err := lockOps.Commander(m.locker, token).Do(ctx, "GET", m.Key(token))
+	reply, err := lockOps.Commander(m.locker, m.Key(token)).Do(ctx, "GET", m.Key(token))
 	if err != nil {
 		return v, fmt.Errorf("manager: get %q: %w", token, err)
 	}

@@ -268,3 +268,23 @@ func requireReleased(t *testing.T, l *lock.Locker, key string) {
 	require.NoError(t, err, "the lock was released")
 	require.NoError(t, ls.Unlock(context.Background()))
 }
+
+// TestATokenWithBracesOnACluster: a token's lock and state hash by the tag
+// of <prefix>{token}, which the token's own braces do not decide; Modify
+// and Get on such tokens reach their node on a cluster.
+func TestATokenWithBracesOnACluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	l, err := lock.Open(ctx, "redis+cluster://"+strings.Join(c.Seeds(), ","))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	m := newManager(t, l)
+	for _, token := range []string{"a{b}c", "{x}y", "m{n}"} {
+		for range 3 {
+			require.NoError(t, m.Modify(ctx, token, increment), token)
+		}
+		v, err := m.Get(ctx, token)
+		require.NoError(t, err, token)
+		require.Equal(t, 3, v.N, token)
+	}
+}

@@ -49,8 +49,9 @@ type Ops[Locker, Lease any] struct {
 	// and the error matches lock.ErrNotHeld; an error matching
 	// conn.UncertainError means the write may or may not have landed.
 	Commit func(ls *Lease, ctx context.Context, w Write, keep bool) (held bool, err error)
-	// Commander is where the Locker sends the commands on key's lock
-	// and on the state kept under it (which shares its hash tag).
+	// Commander is where the Locker sends commands on key, a Redis key
+	// (the state kept under a lock, which shares the lock's hash tag):
+	// on a cluster, the primary of key's slot.
 	Commander func(l *Locker, key string) Commander
 }
 
