@@ -55,7 +55,8 @@ func WithAutoExtend() Option { return func(o *lockconf.Options) { o.AutoExtend =
 // WithKeyPrefix sets the prefix of the Redis keys of every lock: the lock
 // for key k lives at <prefix>{k}, its fencing counter at <prefix>{k}:fence.
 // Braces in the prefix are allowed only where every key of a lock still
-// shares one hash tag. Default: "baton:".
+// shares one hash tag; on a Redis Cluster they put every lock in the
+// prefix's slot, on one node. Default: "baton:".
 func WithKeyPrefix(p string) Option { return func(o *lockconf.Options) { o.Prefix = p } }
 
 // WithEvictionAllowed lets Open proceed on a server whose maxmemory-policy
