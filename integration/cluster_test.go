@@ -49,6 +49,13 @@ type clusterUnderTest interface {
 	// rejoins as itself, a primary that was failed over as a replica of
 	// its successor, and resyncs (WaitHealthy waits for that).
 	Restart(t testing.TB, n clusterNode)
+	// MigrateSlot moves slot, with its keys, from the primary that
+	// serves it to to, a primary, as redisproc.Cluster.MigrateSlot does
+	// (CLUSTER SETSLOT IMPORTING and MIGRATING, MIGRATE in batches, then
+	// SETSLOT NODE everywhere), and returns once every live node says to
+	// serves it. Clients may go on using the slot's keys meanwhile; they
+	// meet ASK, TRYAGAIN and then MOVED.
+	MigrateSlot(t testing.TB, slot int, to clusterNode)
 	// WaitHealthy waits until the cluster has settled, as
 	// redisproc.Cluster.WaitHealthy says: every live node says
 	// cluster_state:ok and holds no live node to be failing, every slot
@@ -109,6 +116,11 @@ func (p *processCluster) Kill(t testing.TB, n clusterNode) {
 func (p *processCluster) Restart(t testing.TB, n clusterNode) {
 	t.Helper()
 	p.node(t, n).Restart(t)
+}
+
+func (p *processCluster) MigrateSlot(t testing.TB, slot int, to clusterNode) {
+	t.Helper()
+	p.c.MigrateSlot(t, slot, p.node(t, to).Server)
 }
 
 func (p *processCluster) WaitHealthy(t testing.TB, timeout time.Duration) {

@@ -217,6 +217,17 @@ func (c *dockerCluster) Restart(t testing.TB, n clusterNode) {
 	delete(c.killed, s)
 }
 
+// MigrateSlot has the source's MIGRATE send the keys to the target's
+// Addr: its address on the network, where the containers reach each
+// other too.
+func (c *dockerCluster) MigrateSlot(t testing.TB, slot int, to clusterNode) {
+	t.Helper()
+	i := slices.Index(c.nodes, c.node(t, to))
+	if err := redisproc.MigrateClusterSlot(c.members, slot, i); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func (c *dockerCluster) WaitHealthy(t testing.TB, timeout time.Duration) {
 	t.Helper()
 	if err := redisproc.WaitClusterHealthy(c.members, timeout); err != nil {
