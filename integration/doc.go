@@ -3,8 +3,9 @@
 // deploy, under the faults such servers meet: restarts without
 // persistence, pauses past a lock's TTL, latency, resets and half-open
 // connections, killed pub/sub connections and killed processes, a Redis
-// Cluster's primary killed mid-contention, and a soak whose history is
-// checked for overlapping holders with a linearizability checker.
+// Cluster's primary killed, or its slots migrated, mid-contention, and a
+// soak whose history is checked for overlapping holders with a
+// linearizability checker.
 //
 // Servers. Where a Docker engine answers, every server is a container,
 // started with dockertest from the image named by BATON_REDIS_IMAGE (a
@@ -27,10 +28,11 @@
 // Containers carry the label baton.integration and are removed at the end
 // of each test, when it fails, and on interrupt.
 //
-// Redis Cluster. The cluster tests run on a cluster of three primaries
-// with a replica each, made by the same backend: redis-server processes on
-// loopback (redistest.StartCluster), or a container per node, of the same
-// image, on a bridge network made for the test. The containers bind no
+// Redis Cluster. The cluster tests run on a cluster of three primaries,
+// with a replica each unless they need none, made by the same backend:
+// redis-server processes on loopback (redistest.StartCluster), or a
+// container per node, of the same image, on a bridge network made for the
+// test. The containers bind no
 // port of the host: the test reaches each node at its address on that
 // network, port 6379, which is also the address the node announces
 // (cluster-announce-ip) and the one in the redis+cluster:// URL the
@@ -41,9 +43,13 @@
 // waits until every node says cluster_state:ok, all agree on who serves
 // which slot and who replicates whom, and every replica's link is up. A
 // node is killed with docker kill (SIGKILL) and started again with its
-// nodes.conf, on the same address. The network carries the containers'
-// labels, and goes with them: at the end of the test, on interrupt, and,
-// for a run that died, at the start of the next. TestContentionOnACluster runs the contention
+// nodes.conf, on the same address. A slot moves as redisproc moves its
+// own (MigrateClusterSlot, given the nodes' addresses): CLUSTER SETSLOT
+// IMPORTING and MIGRATING, MIGRATE in batches, whose source sends the keys
+// to the target's address on the network, then SETSLOT NODE on every
+// primary. The network carries the containers' labels, and goes with
+// them: at the end of the test, on interrupt, and, for a run that died, at
+// the start of the next. TestContentionOnACluster runs the contention
 // workload, both modes, with its tokens spread over the three primaries;
 // TestAPrimaryKilledDuringContention kills the primary of some tokens
 // mid-contention, waits for its replica's promotion, brings the killed
@@ -57,7 +63,13 @@
 // refuses connections at once, while a killed container's address answers
 // nothing, so calls to it wait instead of failing: the figures differ
 // between the backends. Under -short only fast mode goes through the
-// failover.
+// failover. TestASlotMigratedDuringContention runs the workload, both
+// modes, on three primaries without replicas and, mid-contention, moves
+// the slots of two of its tokens, in turn, to each of the other primaries
+// and back home, each migration a fault in the history: calls meet ASK,
+// TRYAGAIN and MOVED, waiters follow the slot, and the history must pass
+// every check, with calls on the moved tokens succeeding once the slots
+// are home.
 //
 //	make integration                               # the whole suite
 //	BATON_REDIS_IMAGE=valkey/valkey:8 make integration

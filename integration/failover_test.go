@@ -227,15 +227,19 @@ func (f failoverFigures) String() string {
 }
 
 // commonErrors lists the n errors most calls returned, with their counts.
-func (f failoverFigures) commonErrors(n int) []string {
-	errs := make([]string, 0, len(f.errs))
-	for e := range f.errs {
+func (f failoverFigures) commonErrors(n int) []string { return commonErrors(f.errs, n) }
+
+// commonErrors lists the n errors of counts that most calls returned,
+// with their counts.
+func commonErrors(counts map[string]int, n int) []string {
+	errs := make([]string, 0, len(counts))
+	for e := range counts {
 		errs = append(errs, e)
 	}
-	sort.Slice(errs, func(i, j int) bool { return f.errs[errs[i]] > f.errs[errs[j]] })
+	sort.Slice(errs, func(i, j int) bool { return counts[errs[i]] > counts[errs[j]] })
 	var out []string
 	for _, e := range errs[:min(n, len(errs))] {
-		out = append(out, fmt.Sprintf("%d× %s", f.errs[e], e))
+		out = append(out, fmt.Sprintf("%d× %s", counts[e], e))
 	}
 	return out
 }
