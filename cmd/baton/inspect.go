@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/lock"
-	"github.com/batonlock/baton/subscriber"
 )
 
 // inspectTimeout bounds the whole inspection. Dialing has its own bound
@@ -90,28 +88,20 @@ func runInspect(ctx context.Context, args []string, out outputs) error {
 	return nil
 }
 
-// inspect reads the lock with a Locker made by lock.New rather than
-// lock.Open: Open checks maxmemory-policy and, in fast mode, turns on
-// keyspace events with CONFIG SET, and an inspector must leave the
-// server's settings alone.
+// inspect reads the lock. An inspector must leave the server's settings
+// alone, so the Locker is told the keyspace events are configured (it
+// then neither reads nor sets them) and that eviction is the operator's
+// business (Open would refuse an evicting policy, which is worth
+// inspecting all the more). A redis+cluster:// address reads the lock on
+// its node of a cluster.
 func inspect(ctx context.Context, f inspectFlags) (lock.Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
 	defer cancel()
-	opts := []lock.Option{lock.WithKeyPrefix(f.prefix)}
+	opts := []lock.Option{lock.WithKeyPrefix(f.prefix), lock.WithKeyspaceEventsConfigured(), lock.WithEvictionAllowed()}
 	if f.fair {
 		opts = append(opts, lock.WithFair())
 	}
-	client, err := conn.NewClient(f.addr)
-	if err != nil {
-		return lock.Info{}, err
-	}
-	defer client.Close()
-	sub, err := subscriber.New(ctx, f.addr, subscriber.WithoutKeyspaceEvents())
-	if err != nil {
-		return lock.Info{}, err
-	}
-	defer sub.Close()
-	l, err := lock.New(client, sub, opts...)
+	l, err := lock.Open(ctx, f.addr, opts...)
 	if err != nil {
 		return lock.Info{}, err
 	}

@@ -194,3 +194,19 @@ func TestInspectRefusesAKeyTheLockRefuses(t *testing.T) {
 	require.Contains(t, r.stderr, "hash tag")
 	require.Equal(t, 1, strings.Count(r.stderr, "\n"))
 }
+
+// TestInspectOnACluster reads a lock held on a Redis Cluster through a
+// redis+cluster:// address, from the node that serves it.
+func TestInspectOnACluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	url := "redis+cluster://" + strings.Join(c.Seeds(), ",")
+	l, err := lock.Open(context.Background(), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	ls, err := l.Lock(context.Background(), "orders:42")
+	require.NoError(t, err)
+	doc := inspectJSON(t, "--addr", url, "orders:42")
+	require.True(t, doc.Held)
+	require.NotNil(t, doc.Token)
+	require.Equal(t, ls.Token(), *doc.Token)
+}
