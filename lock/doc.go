@@ -50,7 +50,9 @@
 // the window at most; in fair mode the next waiter then takes it at its
 // next renewal, within a third of the queue lease (1s by default). A
 // waiter whose subscriber is reconnecting at the moment of the hand-off is
-// skipped like a dead one, and queues again, at the back, once it renews.
+// skipped like a dead one, and queues again, at the back, once it renews;
+// so, on a cluster, is one whose lock's slot moved to another node a
+// moment before and which still listens on the old one.
 //
 // Fair mode (WithFair) makes the order of acquisition a property of the
 // protocol rather than of the server's write order or the scheduler's
