@@ -54,6 +54,10 @@ func Deadline(ls *Lease) time.Time {
 func WithQueueLease(d time.Duration) Option     { return Option(lockconf.WithQueueLease(d)) }
 func WithReleaseTimeout(d time.Duration) Option { return Option(lockconf.WithReleaseTimeout(d)) }
 
+// WithPlainChannels makes a cluster Locker use PUBLISH, as on nodes
+// without SPUBLISH.
+func WithPlainChannels() Option { return Option(lockconf.WithPlainChannels()) }
+
 // Write, Commit and Node are what package manager reaches through
 // lockstate.
 type Write = lockstate.Write

@@ -26,6 +26,20 @@ func clusterURL(c *redistest.Cluster) string {
 	return "redis+cluster://" + strings.Join(c.Seeds(), ",")
 }
 
+// clusterModes are the modes a cluster test runs in: each lock mode with
+// shard channels, where the nodes have SPUBLISH, and with plain ones, the
+// fallback for nodes without.
+var clusterModes = []string{"fast", "fair", "fast+plain", "fair+plain"}
+
+// clusterModeOptions are the options of one of clusterModes.
+func clusterModeOptions(mode string, opts ...lock.Option) []lock.Option {
+	lockMode, plain := strings.CutSuffix(mode, "+plain")
+	if plain {
+		opts = append(opts, lock.WithPlainChannels())
+	}
+	return modeOptions(lockMode, opts...)
+}
+
 // openOnCluster opens n Lockers on c, each with a cluster client and
 // subscribers of its own, as n processes would; they close at the test's
 // end.
@@ -144,7 +158,8 @@ func incrementUnder(ctx context.Context, cc *cluster.Client, l *lock.Locker, key
 
 // TestLocksOnEveryPrimaryOfACluster opens Lockers on a cluster URL and
 // runs contended increments on keys whose locks live on each of three
-// primaries, in both modes: no two holders at once, no increment lost.
+// primaries, in both modes, with shard channels and plain ones: no two
+// holders at once, no increment lost.
 func TestLocksOnEveryPrimaryOfACluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0)
 	ctx := context.Background()
@@ -152,9 +167,9 @@ func TestLocksOnEveryPrimaryOfACluster(t *testing.T) {
 	require.NoError(t, err)
 	defer cc.Close()
 	keys := keysOnEveryPrimary(t, c, 3, 2)
-	for _, mode := range []string{"fast", "fair"} {
+	for _, mode := range clusterModes {
 		t.Run(mode, func(t *testing.T) {
-			lockers := openOnCluster(t, c, 3, modeOptions(mode)...)
+			lockers := openOnCluster(t, c, 3, clusterModeOptions(mode)...)
 			contend(t, cc, lockers, keys, 4, 60, nil)
 		})
 	}
@@ -173,9 +188,9 @@ func TestLocksFollowASlotMigratedDuringContention(t *testing.T) {
 	defer cc.Close()
 	key := "moving"
 	slot := cluster.Slot("baton:{" + key + "}")
-	for _, mode := range []string{"fast", "fair"} {
+	for _, mode := range clusterModes {
 		t.Run(mode, func(t *testing.T) {
-			lockers := openOnCluster(t, c, 3, modeOptions(mode)...)
+			lockers := openOnCluster(t, c, 3, clusterModeOptions(mode)...)
 			const workers, rounds = 3, 150
 			doneDuring := contend(t, cc, lockers, []string{key}, workers, rounds, func() {
 				for _, to := range c.Nodes() {
@@ -214,12 +229,14 @@ func callsOf(t *testing.T, srv *redistest.Server, cmd string) int64 {
 // nodes, a waiter listens for its hand-off on a shard channel in the
 // lock's slot, and every message of a hand-off, and of a request to the
 // holder, is an SPUBLISH on the lock's node: no PUBLISH, which the
-// cluster would send to every node, runs anywhere.
+// cluster would send to every node, runs anywhere. With plain channels
+// (the fallback for nodes without SPUBLISH) the hand-off works by PUBLISH.
 func TestHandOffsOnAClusterStayOnTheLocksNode(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 0)
 	ctx := context.Background()
-	for _, mode := range []string{"fast", "fair"} {
+	for _, mode := range clusterModes {
 		t.Run(mode, func(t *testing.T) {
+			plain := strings.HasSuffix(mode, "+plain")
 			key := "handed-" + mode
 			owner := c.Primary(t, cluster.Slot("baton:{"+key+"}"))
 			published := map[*redistest.Server]int64{}
@@ -227,7 +244,7 @@ func TestHandOffsOnAClusterStayOnTheLocksNode(t *testing.T) {
 				published[n] = callsOf(t, n, "publish")
 			}
 			spublished := callsOf(t, owner, "spublish")
-			lockers := openOnCluster(t, c, 2, modeOptions(mode)...)
+			lockers := openOnCluster(t, c, 2, clusterModeOptions(mode)...)
 			holder, waiter := lockers[0], lockers[1]
 
 			ls, err := holder.Lock(ctx, key)
@@ -238,7 +255,11 @@ func TestHandOffsOnAClusterStayOnTheLocksNode(t *testing.T) {
 				return err == nil && info.Wanted
 			}, 5*time.Second, time.Millisecond)
 			channels := owner.Do(t, "PUBSUB", "SHARDCHANNELS", "baton:{"+key+"}:to:*")
-			require.Len(t, channels.Elems, 1, "the waiter listens on a shard channel of the lock's")
+			if plain {
+				require.Empty(t, channels.Elems, "plain channels only")
+			} else {
+				require.Len(t, channels.Elems, 1, "the waiter listens on a shard channel of the lock's")
+			}
 			// A write-back that keeps the lock hands it to the waiter
 			// that asked, in both modes.
 			held, err := lock.Commit(ctx, ls, lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute}, true)
@@ -246,6 +267,11 @@ func TestHandOffsOnAClusterStayOnTheLocksNode(t *testing.T) {
 			require.False(t, held)
 			require.NoError(t, <-got)
 
+			if plain {
+				require.Equal(t, spublished, callsOf(t, owner, "spublish"))
+				require.Greater(t, callsOf(t, owner, "publish"), published[owner], "the fallback publishes")
+				return
+			}
 			require.Greater(t, callsOf(t, owner, "spublish"), spublished)
 			for _, n := range c.Nodes() {
 				require.Equal(t, published[n], callsOf(t, n, "publish"), "no PUBLISH on %s", n.Addr)

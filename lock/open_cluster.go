@@ -48,6 +48,7 @@ func openCluster(ctx context.Context, addr string, o lockconf.Options) (*Locker,
 		_ = client.Close()
 		return nil, fmt.Errorf("lock: %w", err)
 	}
+	sharded = sharded && !o.PlainChannels
 	l := newLocker(newClustered(client, subscriberOptions(o, connOpts)), o, sharded)
 	l.owns = true
 	return l, nil

@@ -23,6 +23,7 @@ type Options struct {
 	EvictionAllowed   bool
 	ReplicaAcks       int
 	ClusterOptions    []cluster.Option
+	PlainChannels     bool
 	ReplicaAckTimeout time.Duration
 	ConnOptions       []conn.Option
 	SubscriberOptions []subscriber.Option
@@ -88,6 +89,14 @@ func WithReleaseTimeout(d time.Duration) func(*Options) {
 // Default: 1 hour; at least the TTL.
 func WithFenceRetention(d time.Duration) func(*Options) {
 	return func(o *Options) { o.FenceRetention = d }
+}
+
+// WithPlainChannels makes a Locker on a cluster publish with PUBLISH on
+// plain channels, as it does where the nodes lack SPUBLISH, so that the
+// fallback is tested on servers that have it. Default: shard channels
+// where the nodes have SPUBLISH.
+func WithPlainChannels() func(*Options) {
+	return func(o *Options) { o.PlainChannels = true }
 }
 
 // WithSubscriberOptions passes options to the subscriber lock.Open makes.
