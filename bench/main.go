@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// config is the command line.
+type config struct {
+	addr   string
+	rounds int
+	ops    int
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	if errors.Is(err, flag.ErrHelp) {
+		os.Exit(0)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.addr, "addr", "", "host:port of the Redis server (default: a throwaway redis-server from PATH)")
+	fs.IntVar(&c.rounds, "rounds", 20, "rounds; each runs every implementation once")
+	fs.IntVar(&c.ops, "ops", 1000, "operations per implementation per round")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	switch {
+	case fs.NArg() > 0:
+		return c, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	case c.rounds < 1:
+		return c, fmt.Errorf("--rounds %d: want at least 1", c.rounds)
+	case c.ops < 1:
+		return c, fmt.Errorf("--ops %d: want at least 1", c.ops)
+	}
+	return c, nil
+}
+
+// run measures every implementation and writes the report on stdout,
+// progress on stderr.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	c, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	t, err := findTarget(c.addr)
+	if err != nil {
+		return err
+	}
+	if t.stop != nil {
+		defer t.stop()
+	}
+	version, err := serverVersion(ctx, t.addr)
+	if err != nil {
+		return fmt.Errorf("server %s: %w", t.addr, err)
+	}
+	prefix, err := runPrefix()
+	if err != nil {
+		return err
+	}
+	all := impls()
+	insts, err := openAll(ctx, t.addr, prefix, all)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeAll(insts)) }()
+	samples, err := runUncontended(ctx, insts, c.rounds, c.ops, stderr)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(insts))
+	for i, in := range insts {
+		names[i] = in.name
+	}
+	fmt.Fprintf(stdout, "Server: %s, %s.\n\n", version, t.about)
+	return writeUncontendedTable(stdout, summarize(names, samples, 0), c.rounds, c.ops)
+}
+
+// runPrefix returns a key prefix of this run's own, so that runs against
+// one server do not share keys.
+func runPrefix() (string, error) {
+	var b [6]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return "baton-bench:" + hex.EncodeToString(b[:]) + ":", nil
+}

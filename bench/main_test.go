@@ -1,0 +1,121 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redisproc"
+)
+
+// startServer starts a throwaway redis-server for one test.
+func startServer(t *testing.T) string {
+	t.Helper()
+	srv, err := redisproc.Start(redisproc.WithConfig(throwawayConfig...))
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	return srv.Addr
+}
+
+// TestEveryLockExcludes opens every lock twice, as two processes would,
+// and checks that while one holds a key the other's Lock waits, and
+// returns once the key is released.
+func TestEveryLockExcludes(t *testing.T) {
+	addr := startServer(t)
+	for _, im := range impls() {
+		if im.floor {
+			continue
+		}
+		t.Run(im.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			a, err := im.open(ctx, addr)
+			require.NoError(t, err)
+			defer a.Close()
+			b, err := im.open(ctx, addr)
+			require.NoError(t, err)
+			defer b.Close()
+			const key = "baton-bench-test:excludes"
+
+			unlockA, err := a.Lock(ctx, key)
+			require.NoError(t, err)
+			type result struct {
+				unlock func(context.Context) error
+				err    error
+			}
+			got := make(chan result, 1)
+			go func() {
+				u, err := b.Lock(ctx, key)
+				got <- result{u, err}
+			}()
+			select {
+			case r := <-got:
+				if r.err == nil {
+					_ = r.unlock(ctx)
+				}
+				t.Fatalf("b's Lock returned while a held the key (error %v)", r.err)
+			case <-time.After(300 * time.Millisecond):
+			}
+			require.NoError(t, unlockA(ctx))
+			// Every lock here wakes its waiter within 250ms of a release
+			// (redsync's longest retry delay); 5s leaves room for a slow
+			// machine.
+			select {
+			case r := <-got:
+				require.NoError(t, r.err, "b did not get the key a released")
+				require.NoError(t, r.unlock(ctx))
+			case <-time.After(5 * time.Second):
+				t.Fatal("b did not get the key within 5s of its release")
+			}
+		})
+	}
+}
+
+// TestOneTinyRun runs the whole command for one round of a few
+// operations and checks that the table has a row per implementation.
+func TestOneTinyRun(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"--addr", addr, "--rounds", "2", "--ops", "5"}, &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	out := stdout.String()
+	for _, im := range impls() {
+		require.Contains(t, out, "| "+im.name+" | ", out)
+	}
+	// The baseline's ratios to itself are 1 in every round.
+	require.True(t, strings.Contains(out, "| "+baseline+" | "), out)
+	require.Contains(t, out, "1.00× | 1.00× |")
+}
+
+func TestFlags(t *testing.T) {
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--rounds", "0"}, "--rounds 0"},
+		{[]string{"--ops", "-1"}, "--ops -1"},
+		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--nope"}, "not defined"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
+			var stderr bytes.Buffer
+			_, err := parseFlags(c.args, &stderr)
+			require.ErrorContains(t, err, c.want)
+		})
+	}
+}
+
+func TestMedianAndRatio(t *testing.T) {
+	require.Zero(t, median(nil))
+	require.Equal(t, 2.0, median([]float64{3, 1, 2}))
+	require.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
+	require.Zero(t, ratio(time.Second, 0))
+	require.Equal(t, 0.5, ratio(time.Second, 2*time.Second))
+}

@@ -1,0 +1,48 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/batonlock/baton/internal/latency"
+)
+
+// writeUncontendedTable writes scenario 1 as a markdown table.
+func writeUncontendedTable(w io.Writer, rows []row, rounds, ops int) error {
+	_, err := fmt.Fprintf(w, `## Uncontended Lock+Unlock
+
+%d rounds of %d operations per implementation, interleaved. Each figure is
+the median over rounds; each ratio is the median of the per-round ratios to
+%s. CPU is the client process's user+system time per operation.
+
+| implementation | p50 | p99 | CPU µs/op | p50 ÷ %[3]s | p99 ÷ %[3]s | CPU ÷ %[3]s |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+`, rounds, ops, baseline)
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		_, err := fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n",
+			r.name, latency.Format(r.p50), latency.Format(r.p99), micros(r.cpu),
+			times(r.p50Ratio), times(r.p99Ratio), times(r.cpuRatio))
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// micros writes d in microseconds with one decimal.
+func micros(d time.Duration) string {
+	return strconv.FormatFloat(float64(d)/float64(time.Microsecond), 'f', 1, 64)
+}
+
+// times writes a ratio as "1.23×", or "–" where there is none.
+func times(x float64) string {
+	if x == 0 {
+		return "–"
+	}
+	return strconv.FormatFloat(x, 'f', 2, 64) + "×"
+}
