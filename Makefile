@@ -3,7 +3,7 @@ BENCHSTAT ?= $(GO) run golang.org/x/perf/cmd/benchstat@v0.0.0-20260908200009-22c
 BENCH_COUNT ?= 10
 FUZZ_TIME ?= 30s
 
-.PHONY: demo test integration lint need-redis bench fuzz redis-image
+.PHONY: demo test integration lint need-redis bench bench-peers fuzz redis-image
 
 # The demo: the scenario that started baton, on a throwaway server (a
 # redis-server from PATH, else a local Docker image, else one embedded in
@@ -51,6 +51,14 @@ bench:
 	$(BENCHSTAT) -filter '.name:ClusterLockUnlock' -col /server .bench/all.txt
 	$(BENCHSTAT) -filter '.name:ClusterLockParallel' -col /server .bench/all.txt
 	$(BENCHSTAT) -filter '-.name:Do -.name:DoParallel -.name:LockUnlock -.name:Modify -.name:HandOff -.name:ClusterLockUnlock -.name:ClusterLockParallel' .bench/all.txt
+
+# baton side by side with the locks it is compared with, from bench/, a
+# module of its own so that the library's go.mod names no other Redis
+# client. Against a throwaway redis-server from PATH, or the one ARGS name,
+# for example ARGS="--addr 127.0.0.1:6379 --rounds 10 --ops 500". Its
+# tests, which `test` does not run, are `cd bench && go test ./...`.
+bench-peers:
+	cd bench && $(GO) run . $(ARGS)
 
 # A local Docker image of this machine's redis-server, built FROM scratch
 # (no registry needed), for the demo's and the integration suite's Docker
