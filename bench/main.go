@@ -15,9 +15,10 @@ import (
 
 // config is the command line.
 type config struct {
-	addr   string
-	rounds int
-	ops    int
+	addr       string
+	rounds     int
+	ops        int
+	cpuProfile string
 }
 
 func main() {
@@ -40,6 +41,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.addr, "addr", "", "host:port of the Redis server (default: a throwaway redis-server from PATH)")
 	fs.IntVar(&c.rounds, "rounds", 20, "rounds; each runs every implementation once")
 	fs.IntVar(&c.ops, "ops", 1000, "operations per implementation per round")
+	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the rounds to this file; samples carry the label impl=<implementation>, for pprof's -tagfocus")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -82,7 +84,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	defer func() { err = errors.Join(err, closeAll(insts)) }()
+	stopProfile, err := startCPUProfile(c.cpuProfile)
+	if err != nil {
+		return err
+	}
 	samples, err := runUncontended(ctx, insts, c.rounds, c.ops, stderr)
+	if perr := stopProfile(); err == nil {
+		err = perr
+	}
 	if err != nil {
 		return err
 	}
@@ -90,7 +99,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	for i, in := range insts {
 		names[i] = in.name
 	}
-	fmt.Fprintf(stdout, "Server: %s, %s.\n\n", version, t.about)
+	fmt.Fprintf(stdout, "Server: %s, %s.\n%s.\n\n", version, t.about, machine())
 	return writeUncontendedTable(stdout, summarize(names, samples, 0), c.rounds, c.ops)
 }
 

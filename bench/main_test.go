@@ -3,6 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -82,7 +84,8 @@ func TestOneTinyRun(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"--addr", addr, "--rounds", "2", "--ops", "5"}, &stdout, &stderr)
+	profile := filepath.Join(t.TempDir(), "cpu.pprof")
+	err := run(ctx, []string{"--addr", addr, "--rounds", "2", "--ops", "5", "--cpuprofile", profile}, &stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	out := stdout.String()
 	for _, im := range impls() {
@@ -91,6 +94,10 @@ func TestOneTinyRun(t *testing.T) {
 	// The baseline's ratios to itself are 1 in every round.
 	require.True(t, strings.Contains(out, "| "+baseline+" | "), out)
 	require.Contains(t, out, "1.00× | 1.00× |")
+	require.Contains(t, out, "Machine: ")
+	st, err := os.Stat(profile)
+	require.NoError(t, err)
+	require.NotZero(t, st.Size(), "empty CPU profile")
 }
 
 func TestFlags(t *testing.T) {

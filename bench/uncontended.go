@@ -30,7 +30,11 @@ func runUncontended(ctx context.Context, insts []instance, rounds, ops int, prog
 		out[r] = make([]sample, len(insts))
 		for j := range insts {
 			i := (r + j) % len(insts)
-			s, err := measureUncontended(ctx, insts[i], ops)
+			var s sample
+			var err error
+			labelled(ctx, insts[i].name, func(ctx context.Context) {
+				s, err = measureUncontended(ctx, insts[i], ops)
+			})
 			if err != nil {
 				return nil, fmt.Errorf("uncontended, round %d, %s: %w", r+1, insts[i].name, err)
 			}
