@@ -2,6 +2,10 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -15,7 +19,8 @@ type locker interface {
 
 // impl is one implementation under measurement.
 type impl struct {
-	name string
+	id   string // short, for --impls
+	name string // for the report
 	// open connects a new instance to the server at addr. Two instances
 	// stand for two processes: they share no client.
 	open func(ctx context.Context, addr string) (locker, error)
@@ -36,12 +41,39 @@ const baseline = "baton fast"
 // report's rows.
 func impls() []impl {
 	return []impl{
-		{name: baseline, open: openBaton(false)},
-		{name: "baton fair", open: openBaton(true)},
-		{name: "rueidislock", open: openRueidisLock},
-		{name: "redsync", open: openRedsync},
-		{name: "bsm/redislock", open: openRedisLock},
-		{name: "go-redis notify, EVAL", open: openNotify(releaseEval)},
-		{name: "floor (2 PINGs)", open: openFloor, floor: true},
+		{id: "baton-fast", name: baseline, open: openBaton(false)},
+		{id: "baton-fair", name: "baton fair", open: openBaton(true)},
+		{id: "rueidislock", name: "rueidislock", open: openRueidisLock},
+		{id: "redsync", name: "redsync", open: openRedsync},
+		{id: "redislock", name: "bsm/redislock", open: openRedisLock},
+		{id: "notify-eval", name: "go-redis notify, EVAL", open: openNotify(releaseEval)},
+		{id: "floor", name: "floor (2 PINGs)", open: openFloor, floor: true},
 	}
+}
+
+// selectImpls returns those of all whose ids are in the comma-separated
+// list, in all's order; every implementation when list is empty.
+func selectImpls(all []impl, list string) ([]impl, error) {
+	if list == "" {
+		return all, nil
+	}
+	want := map[string]bool{}
+	for id := range strings.SplitSeq(list, ",") {
+		want[strings.TrimSpace(id)] = true
+	}
+	var out []impl
+	for _, im := range all {
+		if want[im.id] {
+			out = append(out, im)
+			delete(want, im.id)
+		}
+	}
+	if len(want) > 0 {
+		var ids []string
+		for _, im := range all {
+			ids = append(ids, im.id)
+		}
+		return nil, fmt.Errorf("--impls: unknown %q; known: %s", slices.Sorted(maps.Keys(want)), strings.Join(ids, ", "))
+	}
+	return out, nil
 }

@@ -19,6 +19,7 @@ type config struct {
 	rounds     int
 	ops        int
 	cpuProfile string
+	impls      string
 }
 
 func main() {
@@ -41,6 +42,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.addr, "addr", "", "host:port of the Redis server (default: a throwaway redis-server from PATH)")
 	fs.IntVar(&c.rounds, "rounds", 20, "rounds; each runs every implementation once")
 	fs.IntVar(&c.ops, "ops", 1000, "operations per implementation per round")
+	fs.StringVar(&c.impls, "impls", "", "comma-separated ids of the implementations to run (default: all): baton-fast, baton-fair, rueidislock, redsync, redislock, notify-eval, floor")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the rounds to this file; samples carry the label impl=<implementation>, for pprof's -tagfocus")
 	if err := fs.Parse(args); err != nil {
 		return c, err
@@ -63,6 +65,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
+	all, err := selectImpls(impls(), c.impls)
+	if err != nil {
+		return err
+	}
 	t, err := findTarget(c.addr)
 	if err != nil {
 		return err
@@ -78,7 +84,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	all := impls()
 	insts, err := openAll(ctx, t.addr, prefix, all)
 	if err != nil {
 		return err
@@ -96,11 +101,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		return err
 	}
 	names := make([]string, len(insts))
+	base, floor := -1, -1 // no ratios without the baseline
 	for i, in := range insts {
 		names[i] = in.name
+		if in.name == baseline {
+			base = i
+		}
+		if in.floor {
+			floor = i
+		}
 	}
 	fmt.Fprintf(stdout, "Server: %s, %s.\n%s.\n\n", version, t.about, machine())
-	return writeUncontendedTable(stdout, summarize(names, samples, 0), c.rounds, c.ops)
+	if err := writeUncontendedTable(stdout, summarize(names, samples, base), c.rounds, c.ops); err != nil {
+		return err
+	}
+	return writeFloorSpread(stdout, samples, floor)
 }
 
 // runPrefix returns a key prefix of this run's own, so that runs against

@@ -95,6 +95,7 @@ func TestOneTinyRun(t *testing.T) {
 	require.True(t, strings.Contains(out, "| "+baseline+" | "), out)
 	require.Contains(t, out, "1.00× | 1.00× |")
 	require.Contains(t, out, "Machine: ")
+	require.Contains(t, out, "The floor's p50 ranged from ")
 	st, err := os.Stat(profile)
 	require.NoError(t, err)
 	require.NotZero(t, st.Size(), "empty CPU profile")
@@ -117,6 +118,34 @@ func TestFlags(t *testing.T) {
 			require.ErrorContains(t, err, c.want)
 		})
 	}
+}
+
+func TestSelectImpls(t *testing.T) {
+	all := impls()
+	got, err := selectImpls(all, "")
+	require.NoError(t, err)
+	require.Len(t, got, len(all))
+
+	got, err = selectImpls(all, "floor, baton-fast")
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	require.Equal(t, baseline, got[0].name, "kept in the report's order")
+	require.Equal(t, "floor", got[1].id)
+
+	_, err = selectImpls(all, "floor,nope")
+	require.ErrorContains(t, err, `"nope"`)
+}
+
+// TestNoBaselineNoRatios: without baton fast in the run, the table has
+// figures and no ratios.
+func TestNoBaselineNoRatios(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err := run(ctx, []string{"--addr", addr, "--rounds", "1", "--ops", "3", "--impls", "floor"}, &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	require.Contains(t, stdout.String(), "| – | – | – |")
 }
 
 func TestMedianAndRatio(t *testing.T) {

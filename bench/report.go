@@ -46,3 +46,19 @@ func times(x float64) string {
 	}
 	return strconv.FormatFloat(x, 'f', 2, 64) + "×"
 }
+
+// writeFloorSpread writes the lowest and highest p50 of the floor over
+// the rounds. On a shared or virtual machine the floor itself can move
+// between modes several times apart (how fast an idle CPU wakes for a
+// reply); a wide spread says the other rows moved with it.
+func writeFloorSpread(w io.Writer, samples [][]sample, floor int) error {
+	if floor < 0 || len(samples) == 0 {
+		return nil
+	}
+	lo, hi := samples[0][floor].lat.P50, samples[0][floor].lat.P50
+	for _, round := range samples {
+		lo, hi = min(lo, round[floor].lat.P50), max(hi, round[floor].lat.P50)
+	}
+	_, err := fmt.Fprintf(w, "\nThe floor's p50 ranged from %s to %s over the rounds.\n", latency.Format(lo), latency.Format(hi))
+	return err
+}

@@ -14,14 +14,18 @@ type row struct {
 }
 
 // summarize turns samples[round][instance] into a row per instance. base
-// is the baseline's index; each ratio is taken within its round, where
-// both ran under the same conditions of the machine.
+// is the baseline's index, or -1 for no ratios; each ratio is taken
+// within its round, where both ran under the same conditions of the
+// machine.
 func summarize(names []string, samples [][]sample, base int) []row {
 	rows := make([]row, len(names))
 	for i, name := range names {
 		var p50, p99, cpu, r50, r99, rcpu []float64
 		for _, round := range samples {
-			s, b := round[i], round[base]
+			s, b := round[i], sample{}
+			if base >= 0 {
+				b = round[base]
+			}
 			p50 = append(p50, float64(s.lat.P50))
 			p99 = append(p99, float64(s.lat.P99))
 			cpu = append(cpu, float64(s.cpuPerOp))
