@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/batonlock/baton/internal/redisproc"
 )
@@ -154,4 +155,10 @@ func TestMedianAndRatio(t *testing.T) {
 	require.Equal(t, 2.5, median([]float64{4, 1, 3, 2}))
 	require.Zero(t, ratio(time.Second, 0))
 	require.Equal(t, 0.5, ratio(time.Second, 2*time.Second))
+}
+
+// TestMain fails the run if any goroutine outlives the tests: every
+// implementation's Close must stop what its library started.
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
 }
