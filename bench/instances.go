@@ -11,8 +11,9 @@ import (
 // locks in the uncontended scenario.
 type instance struct {
 	impl
-	l   locker
-	key string
+	l    locker
+	key  string
+	addr string // the server's, for scenarios that open more instances
 }
 
 // warmupOps is how many Lock+Unlock each instance does, unmeasured, after
@@ -34,7 +35,7 @@ func openAll(ctx context.Context, addr, prefix string, all []impl) (_ []instance
 		if err != nil {
 			return nil, err
 		}
-		in := instance{impl: im, l: l, key: prefix + strconv.Itoa(i)}
+		in := instance{impl: im, l: l, key: prefix + strconv.Itoa(i), addr: addr}
 		out = append(out, in)
 		for range warmupOps {
 			if err := lockUnlock(ctx, l, in.key); err != nil {

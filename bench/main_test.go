@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -82,11 +83,12 @@ func TestEveryLockExcludes(t *testing.T) {
 // operations and checks that the table has a row per implementation.
 func TestOneTinyRun(t *testing.T) {
 	addr := startServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	profile := filepath.Join(t.TempDir(), "cpu.pprof")
-	err := run(ctx, []string{"--addr", addr, "--rounds", "2", "--ops", "5", "--cpuprofile", profile}, &stdout, &stderr)
+	err := run(ctx, []string{"--addr", addr, "--rounds", "2", "--ops", "5", "--cpuprofile", profile,
+		"--throughput-duration", "50ms", "--handoff-duration", "100ms"}, &stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	out := stdout.String()
 	for _, im := range impls() {
@@ -95,8 +97,13 @@ func TestOneTinyRun(t *testing.T) {
 	// The baseline's ratios to itself are 1 in every round.
 	require.True(t, strings.Contains(out, "| "+baseline+" | "), out)
 	require.Contains(t, out, "1.00× | 1.00× |")
-	require.Contains(t, out, "Machine: ")
 	require.Contains(t, out, "The floor's p50 ranged from ")
+	for _, h := range []string{"## Uncontended", "## Throughput", "## Hand-off"} {
+		require.Contains(t, out, h)
+	}
+	// Each table is followed by the command, the server and the machine.
+	require.Equal(t, 3, strings.Count(out, "Command (in bench/): `go run . --addr "), out)
+	require.Equal(t, 3, strings.Count(out, "Machine: "), out)
 	st, err := os.Stat(profile)
 	require.NoError(t, err)
 	require.NotZero(t, st.Size(), "empty CPU profile")
@@ -110,6 +117,10 @@ func TestFlags(t *testing.T) {
 		{[]string{"--rounds", "0"}, "--rounds 0"},
 		{[]string{"--ops", "-1"}, "--ops -1"},
 		{[]string{"extra"}, "unexpected arguments"},
+		{[]string{"--scenarios", "1,4"}, "--scenarios"},
+		{[]string{"--scenarios", "x"}, "--scenarios"},
+		{[]string{"--throughput-duration", "0s"}, "--throughput-duration"},
+		{[]string{"--handoff-duration", "-1s"}, "--handoff-duration"},
 		{[]string{"--nope"}, "not defined"},
 	}
 	for _, c := range cases {
@@ -144,9 +155,57 @@ func TestNoBaselineNoRatios(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
-	err := run(ctx, []string{"--addr", addr, "--rounds", "1", "--ops", "3", "--impls", "floor"}, &stdout, &stderr)
+	err := run(ctx, []string{"--addr", addr, "--rounds", "1", "--ops", "3", "--impls", "floor", "--scenarios", "1,2",
+		"--throughput-duration", "20ms"}, &stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	require.Contains(t, stdout.String(), "| – | – | – |")
+	require.NotContains(t, stdout.String(), "## Hand-off")
+	require.Regexp(t, `\| floor \(2 PINGs\) \| \d+ \| – \|`, stdout.String())
+}
+
+// TestScenarioFigures runs scenarios 2 and 3 once, briefly, for every
+// implementation, and checks that their figures are sane.
+func TestScenarioFigures(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	all := impls()
+	insts, err := openAll(ctx, addr, "baton-bench-test:", all)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, closeAll(insts)) }()
+	groups, err := openHandoff(ctx, addr, "baton-bench-test:", all)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, closeHandoff(groups)) }()
+	require.Len(t, groups, len(all)-1, "every lock but the floor")
+
+	tput, err := runThroughput(ctx, insts, 1, 50*time.Millisecond, io.Discard)
+	require.NoError(t, err)
+	for i, in := range insts {
+		require.Positive(t, tput[0][i][0], "%s: ops/s", in.name)
+	}
+
+	admin, err := newGoRedis(ctx, addr)
+	require.NoError(t, err)
+	defer admin.Close()
+	hand, err := runHandoff(ctx, groups, admin, 1, 300*time.Millisecond, io.Discard)
+	require.NoError(t, err)
+	for i, g := range groups {
+		f := hand[0][i]
+		require.Len(t, f, len(handoffColumns))
+		require.Positive(t, f[0], "%s: acquisitions/s", g.name)
+		require.Positive(t, f[3], "%s: wait p99", g.name)
+		require.GreaterOrEqual(t, f[4], f[3], "%s: wait max under p99", g.name)
+		require.Greater(t, f[5], 0.0, "%s: Jain", g.name)
+		require.LessOrEqual(t, f[5], 1.0, "%s: Jain", g.name)
+		require.Positive(t, f[6], "%s: commands per acquisition", g.name)
+	}
+}
+
+func TestJain(t *testing.T) {
+	require.Zero(t, jain([]int64{0, 0}))
+	require.InDelta(t, 1.0, jain([]int64{5, 5, 5, 5}), 1e-12)
+	require.InDelta(t, 0.25, jain([]int64{9, 0, 0, 0}), 1e-12)
+	require.InDelta(t, 0.9, jain([]int64{1, 2}), 1e-12)
 }
 
 func TestMedianAndRatio(t *testing.T) {

@@ -1,0 +1,239 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/internal/cmdstats"
+	"github.com/batonlock/baton/internal/latency"
+)
+
+// handoffLockers is scenario 3's number of lockers on the one key, each
+// an instance of its own, as separate processes would be.
+const handoffLockers = 8
+
+// handoffWarmupOps is how many Lock+Unlock each hand-off locker does,
+// unmeasured, after it opens.
+const handoffWarmupOps = 10
+
+// handoffColumns are scenario 3's figures, in the order of figures.
+var handoffColumns = []column{
+	{name: "acq/s", format: asCount, ratio: true},
+	{name: "hand-off p50", format: asDuration, ratio: true},
+	{name: "hand-off p99", format: asDuration, ratio: true},
+	{name: "wait p99", format: asDuration, ratio: true},
+	{name: "wait max", format: asDuration},
+	{name: "Jain", format: asFraction},
+	{name: "cmds/acq", format: asOne, ratio: true},
+}
+
+// handoffGroup is one implementation's lockers for scenario 3.
+type handoffGroup struct {
+	impl
+	lockers []locker
+	key     string // the lock's
+	counter string // the key each hold increments
+}
+
+// openHandoff opens handoffLockers instances of every implementation but
+// the floor, which is not a lock, and warms each up. On error it closes
+// those it opened.
+func openHandoff(ctx context.Context, addr, prefix string, all []impl) (_ []handoffGroup, err error) {
+	var out []handoffGroup
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, closeHandoff(out))
+		}
+	}()
+	for i, im := range all {
+		if im.floor {
+			continue
+		}
+		g := handoffGroup{impl: im, key: fmt.Sprintf("%sh%d", prefix, i), counter: fmt.Sprintf("%sh%d:count", prefix, i)}
+		for range handoffLockers {
+			l, err := im.open(ctx, addr)
+			if err != nil {
+				out = append(out, g)
+				return nil, err
+			}
+			g.lockers = append(g.lockers, l)
+			for range handoffWarmupOps {
+				if err := lockUnlock(ctx, l, g.key); err != nil {
+					out = append(out, g)
+					return nil, fmt.Errorf("%s: warming up: %w", im.name, err)
+				}
+			}
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+// closeHandoff closes every locker of groups.
+func closeHandoff(groups []handoffGroup) error {
+	var errs []error
+	for _, g := range groups {
+		if err := closeLockers(g.lockers); err != nil {
+			errs = append(errs, fmt.Errorf("%s: closing: %w", g.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runHandoff is scenario 3: each group's lockers contend for its key for
+// d per round, each hold one INCR through admin. Rounds rotate as in
+// runUncontended. It returns samples[round][group], in handoffColumns'
+// order.
+func runHandoff(ctx context.Context, groups []handoffGroup, admin *redis.Client, rounds int, d time.Duration, progress io.Writer) ([][]figures, error) {
+	out := make([][]figures, rounds)
+	for r := range rounds {
+		fmt.Fprintf(progress, "hand-off: round %d/%d\n", r+1, rounds)
+		out[r] = make([]figures, len(groups))
+		for j := range groups {
+			i := (r + j) % len(groups)
+			var f figures
+			var err error
+			labelled(ctx, groups[i].name, func(ctx context.Context) {
+				f, err = measureHandoff(ctx, groups[i], admin, d)
+			})
+			if err != nil {
+				return nil, fmt.Errorf("hand-off, round %d, %s: %w", r+1, groups[i].name, err)
+			}
+			out[r][i] = f
+		}
+	}
+	return out, nil
+}
+
+// measureHandoff runs g's lockers against each other for d.
+//
+// A Lock's wait runs from its call to its return; one the end of the
+// round cut short counts as a wait until the end, so a locker starved for
+// the whole round shows as the longest wait. A hand-off runs from the
+// moment a holder starts its release to the moment the next Lock, of any
+// locker, returns. The server's commands are read from INFO commandstats
+// before and after the round, without the INFOs and the holds' INCRs.
+func measureHandoff(ctx context.Context, g handoffGroup, admin *redis.Client, d time.Duration) (figures, error) {
+	runtime.GC()
+	before, err := readCmdstats(ctx, admin)
+	if err != nil {
+		return nil, err
+	}
+	var (
+		waits, handoffs = latency.NewRecorder(), latency.NewRecorder()
+		counts          = make([]int64, len(g.lockers))
+		// released is when the last holder started its release, in
+		// nanoseconds since start, or 0 once the next holder took it.
+		released atomic.Int64
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		errs     []error
+	)
+	start := time.Now()
+	deadline := start.Add(d)
+	rctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	for k, l := range g.lockers {
+		wg.Go(func() {
+			err := holdLoop(ctx, rctx, l, g, admin, start, deadline, &released, waits, handoffs, &counts[k])
+			if err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	after, err := readCmdstats(ctx, admin)
+	if err != nil {
+		return nil, err
+	}
+	delta, err := cmdstats.Delta(before, after)
+	if err != nil {
+		return nil, err
+	}
+	var total int64
+	for _, n := range counts {
+		total += n
+	}
+	if total == 0 {
+		return nil, errors.New("no locker acquired the lock")
+	}
+	hs, ws := handoffs.Summary(), waits.Summary()
+	return figures{
+		float64(total) / d.Seconds(),
+		float64(hs.P50), float64(hs.P99),
+		float64(ws.P99), float64(ws.Max),
+		jain(counts),
+		float64(delta.Without("info", "incr").Calls()) / float64(total),
+	}, nil
+}
+
+// holdLoop is one locker's part: Lock, one INCR, Unlock, until rctx is
+// done or its deadline has passed. Holds and releases run on ctx, so that a holder at the end of the
+// round still releases.
+func holdLoop(ctx, rctx context.Context, l locker, g handoffGroup, admin *redis.Client, start, deadline time.Time,
+	released *atomic.Int64, waits, handoffs *latency.Recorder, count *int64) error {
+	for rctx.Err() == nil {
+		t0 := time.Now()
+		unlock, err := l.Lock(rctx, g.key)
+		acquired := time.Now()
+		if err != nil {
+			// A client may fail on the deadline, an i/o timeout, before
+			// rctx says it is done.
+			if rctx.Err() != nil || !acquired.Before(deadline) {
+				waits.Record(acquired.Sub(t0))
+				return nil
+			}
+			return fmt.Errorf("lock: %w", err)
+		}
+		waits.Record(acquired.Sub(t0))
+		if r := released.Swap(0); r != 0 {
+			handoffs.Record(acquired.Sub(start) - time.Duration(r))
+		}
+		*count++
+		if err := admin.Incr(ctx, g.counter).Err(); err != nil {
+			_ = unlock(ctx)
+			return fmt.Errorf("incr: %w", err)
+		}
+		released.Store(int64(time.Since(start)))
+		if err := unlock(ctx); err != nil {
+			return fmt.Errorf("unlock: %w", err)
+		}
+	}
+	return nil
+}
+
+// readCmdstats reads INFO commandstats through c.
+func readCmdstats(ctx context.Context, c *redis.Client) (cmdstats.Stats, error) {
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return nil, fmt.Errorf("INFO commandstats: %w", err)
+	}
+	return cmdstats.Parse(info)
+}
+
+// jain is Jain's fairness index of counts: (Σx)² / (n·Σx²), 1 when all
+// are equal, 1/n when one has everything; 0 when all are 0.
+func jain(counts []int64) float64 {
+	var sum, sq float64
+	for _, c := range counts {
+		sum += float64(c)
+		sq += float64(c) * float64(c)
+	}
+	if sq == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(counts)) * sq)
+}
