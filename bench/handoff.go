@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -88,44 +90,72 @@ func closeHandoff(groups []handoffGroup) error {
 	return errors.Join(errs...)
 }
 
+// handoffResult is scenario 3's outcome.
+type handoffResult struct {
+	samples [][]figures // [round][group], in handoffColumns' order
+	// cmds is each group's server commands summed over the rounds,
+	// without the INFOs and INCRs, and acquisitions its acquisitions.
+	cmds         []cmdstats.Stats
+	acquisitions []int64
+}
+
+// handoffRound is what one group did in one round.
+type handoffRound struct {
+	f            figures
+	cmds         cmdstats.Stats
+	acquisitions int64
+}
+
 // runHandoff is scenario 3: each group's lockers contend for its key for
 // d per round, each hold one INCR through admin. Rounds rotate as in
-// runUncontended. It returns samples[round][group], in handoffColumns'
-// order.
-func runHandoff(ctx context.Context, groups []handoffGroup, admin *redis.Client, rounds int, d time.Duration, progress io.Writer) ([][]figures, error) {
-	out := make([][]figures, rounds)
+// runUncontended.
+func runHandoff(ctx context.Context, groups []handoffGroup, admin *redis.Client, rounds int, d time.Duration, progress io.Writer) (handoffResult, error) {
+	res := handoffResult{
+		samples:      make([][]figures, rounds),
+		cmds:         make([]cmdstats.Stats, len(groups)),
+		acquisitions: make([]int64, len(groups)),
+	}
+	for i := range groups {
+		res.cmds[i] = cmdstats.Stats{}
+	}
 	for r := range rounds {
 		fmt.Fprintf(progress, "hand-off: round %d/%d\n", r+1, rounds)
-		out[r] = make([]figures, len(groups))
+		res.samples[r] = make([]figures, len(groups))
 		for j := range groups {
 			i := (r + j) % len(groups)
-			var f figures
+			var hr handoffRound
 			var err error
 			labelled(ctx, groups[i].name, func(ctx context.Context) {
-				f, err = measureHandoff(ctx, groups[i], admin, d)
+				hr, err = measureHandoff(ctx, groups[i], admin, d)
 			})
 			if err != nil {
-				return nil, fmt.Errorf("hand-off, round %d, %s: %w", r+1, groups[i].name, err)
+				return handoffResult{}, fmt.Errorf("hand-off, round %d, %s: %w", r+1, groups[i].name, err)
 			}
-			out[r][i] = f
+			res.samples[r][i] = hr.f
+			res.acquisitions[i] += hr.acquisitions
+			for name, c := range hr.cmds {
+				sum := res.cmds[i][name]
+				sum.Calls += c.Calls
+				res.cmds[i][name] = sum
+			}
 		}
 	}
-	return out, nil
+	return res, nil
 }
 
 // measureHandoff runs g's lockers against each other for d.
 //
-// A Lock's wait runs from its call to its return; one the end of the
+// A Lock's wait runs from its call to its return; one that the end of the
 // round cut short counts as a wait until the end, so a locker starved for
 // the whole round shows as the longest wait. A hand-off runs from the
 // moment a holder starts its release to the moment the next Lock, of any
 // locker, returns. The server's commands are read from INFO commandstats
 // before and after the round, without the INFOs and the holds' INCRs.
-func measureHandoff(ctx context.Context, g handoffGroup, admin *redis.Client, d time.Duration) (figures, error) {
+func measureHandoff(ctx context.Context, g handoffGroup, admin *redis.Client, d time.Duration) (handoffRound, error) {
 	runtime.GC()
 	before, err := readCmdstats(ctx, admin)
 	if err != nil {
-		return nil, err
+		return handoffRound{}, err
 	}
 	var (
 		waits, handoffs = latency.NewRecorder(), latency.NewRecorder()
@@ -153,31 +183,33 @@ func measureHandoff(ctx context.Context, g handoffGroup, admin *redis.Client, d 
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		return handoffRound{}, err
 	}
 	after, err := readCmdstats(ctx, admin)
 	if err != nil {
-		return nil, err
+		return handoffRound{}, err
 	}
 	delta, err := cmdstats.Delta(before, after)
 	if err != nil {
-		return nil, err
+		return handoffRound{}, err
 	}
 	var total int64
 	for _, n := range counts {
 		total += n
 	}
 	if total == 0 {
-		return nil, errors.New("no locker acquired the lock")
+		return handoffRound{}, errors.New("no locker acquired the lock")
 	}
+	cmds := delta.Without("info", "incr")
 	hs, ws := handoffs.Summary(), waits.Summary()
-	return figures{
+	f := figures{
 		float64(total) / d.Seconds(),
 		float64(hs.P50), float64(hs.P99),
 		float64(ws.P99), float64(ws.Max),
 		jain(counts),
-		float64(delta.Without("info", "incr").Calls()) / float64(total),
-	}, nil
+		float64(cmds.Calls()) / float64(total),
+	}
+	return handoffRound{f: f, cmds: cmds, acquisitions: total}, nil
 }
 
 // holdLoop is one locker's part: Lock, one INCR, Unlock, until rctx is
@@ -236,4 +268,32 @@ func jain(counts []int64) float64 {
 		return 0
 	}
 	return sum * sum / (float64(len(counts)) * sq)
+}
+
+// writeHandoffCommands writes, for each group, the commands the server
+// ran per acquisition over all the rounds, most first: where cmds/acq
+// comes from.
+func writeHandoffCommands(w io.Writer, names []string, res handoffResult) error {
+	if _, err := fmt.Fprintf(w, "\nServer commands per acquisition, over all rounds:\n\n"); err != nil {
+		return err
+	}
+	for i, name := range names {
+		n := res.acquisitions[i]
+		if n == 0 {
+			continue
+		}
+		var parts []string
+		for _, c := range res.cmds[i].Names() {
+			parts = append(parts, fmt.Sprintf("%s %s", c, asPer(res.cmds[i][c].Calls, n)))
+		}
+		if _, err := fmt.Fprintf(w, "- %s: %s\n", name, strings.Join(parts, ", ")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// asPer writes calls/n with two decimals.
+func asPer(calls, n int64) string {
+	return strconv.FormatFloat(float64(calls)/float64(n), 'f', 2, 64)
 }

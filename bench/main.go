@@ -197,7 +197,7 @@ its own doing two PINGs per operation.
 			return err
 		}
 		defer admin.Close()
-		samples, err := runHandoff(ctx, groups, admin, c.rounds, c.handoff, stderr)
+		res, err := runHandoff(ctx, groups, admin, c.rounds, c.handoff, stderr)
 		if err != nil {
 			return err
 		}
@@ -222,7 +222,10 @@ commandstats, commands inside scripts included, the INCRs and INFOs not.
 The floor does not apply.
 
 `, sep, handoffLockers, c.handoff, c.rounds)
-		if err := writeFiguresTable(stdout, gnames, handoffColumns, samples, gbase); err != nil {
+		if err := writeFiguresTable(stdout, gnames, handoffColumns, res.samples, gbase); err != nil {
+			return err
+		}
+		if err := writeHandoffCommands(stdout, gnames, res); err != nil {
 			return err
 		}
 		fmt.Fprintf(stdout, "\n%s", about)

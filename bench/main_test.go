@@ -98,7 +98,7 @@ func TestOneTinyRun(t *testing.T) {
 	require.True(t, strings.Contains(out, "| "+baseline+" | "), out)
 	require.Contains(t, out, "1.00× | 1.00× |")
 	require.Contains(t, out, "The floor's p50 ranged from ")
-	for _, h := range []string{"## Uncontended", "## Throughput", "## Hand-off"} {
+	for _, h := range []string{"## Uncontended", "## Throughput", "## Hand-off", "Server commands per acquisition"} {
 		require.Contains(t, out, h)
 	}
 	// Each table is followed by the command, the server and the machine.
@@ -190,7 +190,9 @@ func TestScenarioFigures(t *testing.T) {
 	hand, err := runHandoff(ctx, groups, admin, 1, 300*time.Millisecond, io.Discard)
 	require.NoError(t, err)
 	for i, g := range groups {
-		f := hand[0][i]
+		require.Positive(t, hand.acquisitions[i], "%s: acquisitions", g.name)
+		require.Positive(t, hand.cmds[i].Calls(), "%s: server commands", g.name)
+		f := hand.samples[0][i]
 		require.Len(t, f, len(handoffColumns))
 		require.Positive(t, f[0], "%s: acquisitions/s", g.name)
 		require.Positive(t, f[3], "%s: wait p99", g.name)
