@@ -31,6 +31,7 @@ var handoffColumns = []column{
 	{name: "acq/s", format: asCount, ratio: true},
 	{name: "hand-off p50", format: asDuration, ratio: true},
 	{name: "hand-off p99", format: asDuration, ratio: true},
+	{name: "kept", format: asPercent},
 	{name: "wait p99", format: asDuration, ratio: true},
 	{name: "wait max", format: asDuration},
 	{name: "Jain", format: asFraction},
@@ -148,33 +149,34 @@ func runHandoff(ctx context.Context, groups []handoffGroup, admin *redis.Client,
 // A Lock's wait runs from its call to its return; one that the end of the
 // round cut short counts as a wait until the end, so a locker starved for
 // the whole round shows as the longest wait. A hand-off runs from the
-// moment a holder starts its release to the moment the next Lock, of any
-// locker, returns. The server's commands are read from INFO commandstats
-// before and after the round, without the INFOs and the holds' INCRs.
+// moment a holder starts its release to the moment the Lock of another
+// locker returns; an acquisition by the locker that just released is not
+// a hand-off but a lock kept, counted apart. The server's commands are
+// read from INFO commandstats before and after the round, without the
+// INFOs and the holds' INCRs.
 func measureHandoff(ctx context.Context, g handoffGroup, admin *redis.Client, d time.Duration) (handoffRound, error) {
 	runtime.GC()
 	before, err := readCmdstats(ctx, admin)
 	if err != nil {
 		return handoffRound{}, err
 	}
+	h := &handoffRun{
+		g: g, admin: admin,
+		waits: latency.NewRecorder(), handoffs: latency.NewRecorder(),
+		counts: make([]int64, len(g.lockers)),
+	}
 	var (
-		waits, handoffs = latency.NewRecorder(), latency.NewRecorder()
-		counts          = make([]int64, len(g.lockers))
-		// released is when the last holder started its release, in
-		// nanoseconds since start, or 0 once the next holder took it.
-		released atomic.Int64
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		errs     []error
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
 	)
-	start := time.Now()
-	deadline := start.Add(d)
-	rctx, cancel := context.WithDeadline(ctx, deadline)
+	h.start = time.Now()
+	h.deadline = h.start.Add(d)
+	rctx, cancel := context.WithDeadline(ctx, h.deadline)
 	defer cancel()
 	for k, l := range g.lockers {
 		wg.Go(func() {
-			err := holdLoop(ctx, rctx, l, g, admin, start, deadline, &released, waits, handoffs, &counts[k])
-			if err != nil {
+			if err := h.holdLoop(ctx, rctx, k, l); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -194,52 +196,80 @@ func measureHandoff(ctx context.Context, g handoffGroup, admin *redis.Client, d 
 		return handoffRound{}, err
 	}
 	var total int64
-	for _, n := range counts {
+	for _, n := range h.counts {
 		total += n
 	}
 	if total == 0 {
 		return handoffRound{}, errors.New("no locker acquired the lock")
 	}
 	cmds := delta.Without("info", "incr")
-	hs, ws := handoffs.Summary(), waits.Summary()
+	hs, ws := h.handoffs.Summary(), h.waits.Summary()
 	f := figures{
 		float64(total) / d.Seconds(),
 		float64(hs.P50), float64(hs.P99),
+		float64(h.kept.Load()) / float64(total),
 		float64(ws.P99), float64(ws.Max),
-		jain(counts),
+		jain(h.counts),
 		float64(cmds.Calls()) / float64(total),
 	}
 	return handoffRound{f: f, cmds: cmds, acquisitions: total}, nil
 }
 
-// holdLoop is one locker's part: Lock, one INCR, Unlock, until rctx is
-// done or its deadline has passed. Holds and releases run on ctx, so that a holder at the end of the
-// round still releases.
-func holdLoop(ctx, rctx context.Context, l locker, g handoffGroup, admin *redis.Client, start, deadline time.Time,
-	released *atomic.Int64, waits, handoffs *latency.Recorder, count *int64) error {
+// handoffRun is one round of one group, shared by its lockers'
+// goroutines.
+type handoffRun struct {
+	g               handoffGroup
+	admin           *redis.Client
+	start, deadline time.Time
+	// The recorders are safe for concurrent use.
+	waits, handoffs *latency.Recorder
+	// counts[k] is locker k's acquisitions, written by its goroutine
+	// alone and read after they all ended.
+	counts []int64
+	// released is the last release started and not yet followed by an
+	// acquisition, or nil: swapped by each acquirer.
+	released atomic.Pointer[release]
+	// kept counts acquisitions by the locker that had just released.
+	kept atomic.Int64
+}
+
+// release is a holder starting its release.
+type release struct {
+	at time.Duration // since the round's start
+	by int           // the locker's index
+}
+
+// holdLoop is locker k's part: Lock, one INCR, Unlock, until rctx is done
+// or its deadline has passed. Holds and releases run on ctx, so that a
+// holder at the end of the round still releases.
+func (h *handoffRun) holdLoop(ctx, rctx context.Context, k int, l locker) error {
 	for rctx.Err() == nil {
 		t0 := time.Now()
-		unlock, err := l.Lock(rctx, g.key)
+		unlock, err := l.Lock(rctx, h.g.key)
 		acquired := time.Now()
 		if err != nil {
 			// A client may fail on the deadline, an i/o timeout, before
 			// rctx says it is done.
-			if rctx.Err() != nil || !acquired.Before(deadline) {
-				waits.Record(acquired.Sub(t0))
+			if rctx.Err() != nil || !acquired.Before(h.deadline) {
+				h.waits.Record(acquired.Sub(t0))
 				return nil
 			}
 			return fmt.Errorf("lock: %w", err)
 		}
-		waits.Record(acquired.Sub(t0))
-		if r := released.Swap(0); r != 0 {
-			handoffs.Record(acquired.Sub(start) - time.Duration(r))
+		h.waits.Record(acquired.Sub(t0))
+		if r := h.released.Swap(nil); r != nil {
+			if r.by == k {
+				h.kept.Add(1)
+			} else {
+				h.handoffs.Record(acquired.Sub(h.start) - r.at)
+			}
 		}
-		*count++
-		if err := admin.Incr(ctx, g.counter).Err(); err != nil {
+		h.counts[k]++
+		if err := h.admin.Incr(ctx, h.g.counter).Err(); err != nil {
 			_ = unlock(ctx)
 			return fmt.Errorf("incr: %w", err)
 		}
-		released.Store(int64(time.Since(start)))
+		h.released.Store(&release{at: time.Since(h.start), by: k})
 		if err := unlock(ctx); err != nil {
 			return fmt.Errorf("unlock: %w", err)
 		}
@@ -292,6 +322,9 @@ func writeHandoffCommands(w io.Writer, names []string, res handoffResult) error 
 	}
 	return nil
 }
+
+// asPercent writes a fraction as a percentage with no decimals.
+func asPercent(x float64) string { return strconv.FormatFloat(100*x, 'f', 0, 64) + "%" }
 
 // asPer writes calls/n with two decimals.
 func asPer(calls, n int64) string {

@@ -214,10 +214,11 @@ its own doing two PINGs per operation.
 %d lockers on one key, each an instance of its own, as separate processes
 would be; each hold is one INCR through another client. %s per
 implementation per round, %d rounds, interleaved. A hand-off runs from a
-holder starting its release to the next Lock returning; a wait is a Lock
-call, and one cut short by the end of the round counts until then. Jain is
-Jain's fairness index over the lockers' acquisitions (1: all equal; 1/%[2]d:
-one took all). cmds/acq is the server's commands per acquisition from INFO
+holder starting its release to another locker's Lock returning; kept is
+the share of acquisitions by the locker that had just released. A wait is
+a Lock call, and one cut short by the end of the round counts until then.
+Jain is Jain's fairness index over the lockers' acquisitions (1: all
+equal; 1/%[2]d: one took all). cmds/acq is the server's commands per acquisition from INFO
 commandstats, commands inside scripts included, the INCRs and INFOs not.
 The floor does not apply.
 
