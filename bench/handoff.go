@@ -195,6 +195,11 @@ func measureHandoff(ctx context.Context, g handoffGroup, admin *redis.Client, d 
 	if err != nil {
 		return handoffRound{}, err
 	}
+	// The counter goes with the lock's keys rather than stay on a server
+	// given with --addr.
+	if err := admin.Expire(ctx, g.counter, lockTTL).Err(); err != nil {
+		return handoffRound{}, fmt.Errorf("expiring the counter: %w", err)
+	}
 	var total int64
 	for _, n := range h.counts {
 		total += n

@@ -182,9 +182,11 @@ func runScenarios(ctx context.Context, c config, insts []instance, groups []hand
 %d goroutines, each doing Lock+Unlock back to back on a key of its own,
 through one instance per implementation, %s per implementation per round,
 %d rounds, interleaved. The floor gives each goroutine a bare connection of
-its own doing two PINGs per operation.
+its own doing two PINGs per operation. Stalled counts the goroutines whose
+Lock, on a key no one held, was still waiting %s after the round's end;
+they stop there, and ops/s counts the operations the others completed.
 
-`, sep, throughputWorkers, c.throughput, c.rounds)
+`, sep, throughputWorkers, c.throughput, c.rounds, stallGrace)
 		if err := writeFiguresTable(stdout, names, throughputColumns, samples, base); err != nil {
 			return err
 		}

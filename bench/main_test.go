@@ -160,7 +160,7 @@ func TestNoBaselineNoRatios(t *testing.T) {
 	require.NoError(t, err, stderr.String())
 	require.Contains(t, stdout.String(), "| – | – | – |")
 	require.NotContains(t, stdout.String(), "## Hand-off")
-	require.Regexp(t, `\| floor \(2 PINGs\) \| \d+ \| – \|`, stdout.String())
+	require.Regexp(t, `\| floor \(2 PINGs\) \| \d+ \| 0 \| – \|`, stdout.String())
 }
 
 // TestScenarioFigures runs scenarios 2 and 3 once, briefly, for every

@@ -16,7 +16,14 @@ import (
 const throughputWorkers = 64
 
 // throughputColumns are scenario 2's figures.
-var throughputColumns = []column{{name: "ops/s", format: asCount, ratio: true}}
+var throughputColumns = []column{
+	{name: "ops/s", format: asCount, ratio: true},
+	{name: "stalled", format: asCount},
+}
+
+// stallGrace is how long after a throughput round's end a Lock may still
+// wait before its worker counts as stalled.
+const stallGrace = 2 * time.Second
 
 // runThroughput is scenario 2: throughputWorkers goroutines, each doing
 // Lock+Unlock back to back on a key of its own, through one instance per
@@ -62,38 +69,62 @@ func measureThroughput(ctx context.Context, in instance, d time.Duration) (_ fig
 	}
 	runtime.GC()
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		ops  int64
-		errs []error
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		ops     int64
+		stalled int
+		last    time.Time // when the last worker that did not stall ended
+		errs    []error
 	)
 	start := time.Now()
 	deadline := start.Add(d)
+	// A Lock still waiting stallGrace after the round's end, on a key no
+	// one holds, has stalled: its worker stops and is counted, rather
+	// than holding up the run.
+	lctx, cancel := context.WithDeadline(ctx, deadline.Add(stallGrace))
+	defer cancel()
 	for w, l := range lockers {
 		key := in.key + ":t" + strconv.Itoa(w)
 		wg.Go(func() {
 			var n int64
 			var err error
+			stuck := false
 			for time.Now().Before(deadline) {
-				if err = lockUnlock(ctx, l, key); err != nil {
+				var unlock func(context.Context) error
+				if unlock, err = l.Lock(lctx, key); err != nil {
+					stuck = lctx.Err() != nil && ctx.Err() == nil
+					err = fmt.Errorf("lock: %w", err)
+					break
+				}
+				if err = unlock(ctx); err != nil {
+					err = fmt.Errorf("unlock: %w", err)
 					break
 				}
 				n++
 			}
+			end := time.Now()
 			mu.Lock()
+			defer mu.Unlock()
 			ops += n
-			if err != nil {
+			switch {
+			case stuck:
+				stalled++
+			case err != nil:
 				errs = append(errs, err)
+			case end.After(last):
+				last = end
 			}
-			mu.Unlock()
 		})
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
-	return figures{float64(ops) / elapsed.Seconds()}, nil
+	elapsed := d
+	if !last.IsZero() {
+		elapsed = last.Sub(start)
+	}
+	return figures{float64(ops) / elapsed.Seconds(), float64(stalled)}, nil
 }
 
 // closeLockers closes each of ls and returns their errors joined.
