@@ -220,9 +220,9 @@ holder starting its release to another locker's Lock returning; kept is
 the share of acquisitions by the locker that had just released. A wait is
 a Lock call, and one cut short by the end of the round counts until then.
 Jain is Jain's fairness index over the lockers' acquisitions (1: all
-equal; 1/%[2]d: one took all). cmds/acq is the server's commands per acquisition from INFO
-commandstats, commands inside scripts included, the INCRs and INFOs not.
-The floor does not apply.
+equal; 1/%[2]d: one took all). cmds/acq is the server's commands per
+acquisition from INFO commandstats, commands inside scripts included, the
+INCRs and INFOs not. The floor does not apply.
 
 `, sep, handoffLockers, c.handoff, c.rounds)
 		if err := writeFiguresTable(stdout, gnames, handoffColumns, res.samples, gbase); err != nil {
