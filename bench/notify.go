@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -57,9 +58,13 @@ func (n notifyLocker) Lock(ctx context.Context, key string) (func(context.Contex
 		return nil, err
 	}
 	var sub *redis.PubSub
+	listened := false
 	defer func() {
 		if sub != nil {
 			_ = sub.Close()
+		}
+		if listened {
+			drain(sub.Channel())
 		}
 	}()
 	for {
@@ -79,6 +84,7 @@ func (n notifyLocker) Lock(ctx context.Context, key string) (func(context.Contex
 			}
 			continue
 		}
+		listened = true
 		if err := waitFreed(ctx, sub); err != nil {
 			return nil, err
 		}
@@ -101,6 +107,28 @@ func waitFreed(ctx context.Context, sub *redis.PubSub) error {
 			case "del", "expired", "evicted":
 				return nil
 			}
+		}
+	}
+}
+
+// drainTimeout bounds how long drain waits for go-redis to close a
+// subscription's channel.
+const drainTimeout = time.Second
+
+// drain reads ch, the channel of a closed subscription, until go-redis
+// closes it. go-redis's reader goroutine blocks on a message no one reads
+// for up to a minute after Close (its channel send timeout); drained, it
+// sees the subscription closed and ends at once.
+func drain(ch <-chan *redis.Message) {
+	timeout := time.After(drainTimeout)
+	for {
+		select {
+		case _, ok := <-ch:
+			if !ok {
+				return
+			}
+		case <-timeout:
+			return
 		}
 	}
 }
