@@ -4,9 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/internal/lockstate"
+	"github.com/batonlock/baton/subscriber"
 )
 
 // The scripts' sources, for the benchmark baseline that runs them on a bare
@@ -53,6 +55,17 @@ func Deadline(ls *Lease) time.Time {
 // The settings users have no business with, for the tests.
 func WithQueueLease(d time.Duration) Option     { return Option(lockconf.WithQueueLease(d)) }
 func WithReleaseTimeout(d time.Duration) Option { return Option(lockconf.WithReleaseTimeout(d)) }
+
+// WithClusterOptions passes options to a cluster Locker's client.
+func WithClusterOptions(opts ...cluster.Option) Option {
+	return Option(lockconf.WithClusterOptions(opts...))
+}
+
+// WithKeyspaceEventsConfigured tells Open's subscribers that the events
+// are on, as lock.New's caller can.
+func WithKeyspaceEventsConfigured() Option {
+	return Option(lockconf.WithSubscriberOptions(subscriber.WithKeyspaceEventsConfigured()))
+}
 
 // WithPlainChannels makes a cluster Locker use PUBLISH, as on nodes
 // without SPUBLISH.

@@ -68,8 +68,9 @@ type Locker struct {
 // may evict keys (an error matching ErrInvalid that names the setting),
 // unless WithEvictionAllowed is given: an evicted lock is a lock held
 // twice. Where CONFIG is refused, it is the operator's to make sure the
-// policy is noeviction; and in fast mode, that keyspace events are on, and
-// to say so with WithKeyspaceEventsConfigured.
+// policy is noeviction; and in fast mode, that keyspace events are on:
+// then make the subscriber with subscriber.WithKeyspaceEventsConfigured
+// and pass it to New (on a cluster, use fair mode).
 func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalid)

@@ -4,10 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockconf"
-	"github.com/batonlock/baton/subscriber"
 )
 
 // Option configures Open and New.
@@ -65,28 +63,6 @@ func WithKeyPrefix(p string) Option { return func(o *lockconf.Options) { o.Prefi
 // is still open: mutual exclusion is lost, silently. Open refuses an
 // evicting policy unless this option is given. Default: refused.
 func WithEvictionAllowed() Option { return func(o *lockconf.Options) { o.EvictionAllowed = true } }
-
-// WithKeyspaceEventsConfigured tells Open that the server, or every
-// node of a cluster, already publishes the keyspace events fast mode needs
-// (notify-keyspace-events includes K, g, x and e, or K and A), so that its
-// subscribers neither read nor set the setting: for servers where CONFIG
-// is refused, as on many managed services. Default: each subscriber reads
-// the setting and adds the missing flags with CONFIG SET, and fails where
-// CONFIG is refused.
-func WithKeyspaceEventsConfigured() Option {
-	return func(o *lockconf.Options) {
-		o.SubscriberOptions = append(o.SubscriberOptions, subscriber.WithKeyspaceEventsConfigured())
-	}
-}
-
-// WithClusterOptions passes options to the cluster client Open makes for
-// a redis+cluster:// URL: how often it may refresh the topology, how many
-// redirects and unreachable nodes a call may meet (cluster.WithMaxRetries).
-// Connection options go through WithConnOptions, on a cluster as on one
-// server. Ignored on one server. Default: the cluster package's.
-func WithClusterOptions(opts ...cluster.Option) Option {
-	return func(o *lockconf.Options) { o.ClusterOptions = append(o.ClusterOptions, opts...) }
-}
 
 // WithConnOptions passes options to the connections Open makes: the command
 // connection and the subscriber's. They come after Open's one default,

@@ -144,9 +144,10 @@ func TestWaitersSurviveTheLossOfTheSubscriber(t *testing.T) {
 }
 
 // TestFastModeWhereConfigIsRefused: where CONFIG is refused, Open cannot
-// check the keyspace events and says so; a Locker opened with
-// WithKeyspaceEventsConfigured, or made with New on a subscriber told the
-// events are configured, waits on them as usual.
+// check the keyspace events and says so; a Locker opened with the
+// subscriber option WithKeyspaceEventsConfigured (internal, as the
+// inspector uses it), or made with New on a subscriber told the events
+// are configured, waits on them as usual.
 func TestFastModeWhereConfigIsRefused(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithConfig(`notify-keyspace-events "Kgxe"`, `rename-command CONFIG ""`))
 	ctx := context.Background()

@@ -91,6 +91,12 @@ func WithFenceRetention(d time.Duration) func(*Options) {
 	return func(o *Options) { o.FenceRetention = d }
 }
 
+// WithClusterOptions passes options to the cluster client lock.Open makes
+// for a redis+cluster:// URL. Default: the cluster package's.
+func WithClusterOptions(opts ...cluster.Option) func(*Options) {
+	return func(o *Options) { o.ClusterOptions = append(o.ClusterOptions, opts...) }
+}
+
 // WithPlainChannels makes a Locker on a cluster publish with PUBLISH on
 // plain channels, as it does where the nodes lack SPUBLISH, so that the
 // fallback is tested on servers that have it. Default: shard channels
