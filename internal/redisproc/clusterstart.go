@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -72,13 +71,13 @@ func StartCluster(primaries, replicasEach int, opts ...Option) (*Cluster, error)
 		return nil, fmt.Errorf("redisproc: StartCluster(%d, %d): need 1 to %d primaries and no fewer than 0 replicas each",
 			primaries, replicasEach, clusterSlots)
 	}
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoBinary, err)
-	}
 	var conf config
 	for _, o := range opts {
 		o(&conf)
+	}
+	bin, err := conf.binary()
+	if err != nil {
+		return nil, err
 	}
 	conf.cluster = clusterMember
 	dir, err := makeDir("redisproc-cluster")

@@ -1,5 +1,10 @@
 package redisproc
 
+import (
+	"fmt"
+	"os/exec"
+)
+
 // Option configures a Server started by Start.
 type Option func(*config)
 
@@ -9,6 +14,7 @@ type config struct {
 	unix    bool
 	tls     bool
 	cluster clusterMode
+	bin     string // from WithBinary; empty for redis-server from PATH
 }
 
 // WithConfig adds raw redis.conf lines, such as `notify-keyspace-events ""`,
@@ -45,4 +51,25 @@ func WithTLS() Option {
 // their own kind, ignores it. Default: a plain server.
 func WithCluster() Option {
 	return func(c *config) { c.cluster = soloCluster }
+}
+
+// WithBinary runs the server binary at path, such as a Valkey build's
+// valkey-server, instead of redis-server from PATH. A path without a
+// slash is looked up in PATH. Start's error wraps ErrNoBinary when there
+// is none. Default: redis-server from PATH.
+func WithBinary(path string) Option {
+	return func(c *config) { c.bin = path }
+}
+
+// binary returns the server binary c asks for, resolved.
+func (c config) binary() (string, error) {
+	name := c.bin
+	if name == "" {
+		name = "redis-server"
+	}
+	bin, err := exec.LookPath(name)
+	if err != nil {
+		return "", fmt.Errorf("%w: %w", ErrNoBinary, err)
+	}
+	return bin, nil
 }

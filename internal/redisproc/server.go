@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -60,21 +59,22 @@ type Server struct {
 	stopped bool       // Stop has run; guarded by mu
 }
 
-// Start starts a redis-server from PATH in a temporary directory of its
-// own, on loopback ports that were free, and returns once it answers PING.
+// Start starts a redis-server from PATH, or WithBinary's, in a temporary
+// directory of its own, on loopback ports that were free, and returns
+// once it answers PING.
 // When another process takes a port before the server binds it, Start
 // tries again with other ports. On failure nothing it made is left behind;
 // the error quotes the tail of the server's log where there is one, and
 // wraps ErrNoBinary when there is no redis-server to run. The caller must
 // call Stop.
 func Start(opts ...Option) (*Server, error) {
-	bin, err := exec.LookPath("redis-server")
-	if err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrNoBinary, err)
-	}
 	var c config
 	for _, o := range opts {
 		o(&c)
+	}
+	bin, err := c.binary()
+	if err != nil {
+		return nil, err
 	}
 	dir, err := makeDir("redisproc")
 	if err != nil {

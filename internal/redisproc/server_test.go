@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"testing"
@@ -237,6 +238,30 @@ func TestMissingBinary(t *testing.T) {
 	t.Setenv("TMPDIR", tmp)
 	t.Setenv("PATH", t.TempDir())
 	s, err := redisproc.Start()
+	require.Nil(t, s)
+	require.ErrorIs(t, err, redisproc.ErrNoBinary)
+	requireEmpty(t, tmp)
+}
+
+// TestWithBinary runs the binary it names, found by path or in PATH, and
+// fails with ErrNoBinary, leaving nothing behind, for one that is not
+// there.
+func TestWithBinary(t *testing.T) {
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("no redis-server in PATH")
+	}
+	for _, bin := range []string{path, "redis-server"} {
+		s, err := redisproc.Start(redisproc.WithBinary(bin))
+		require.NoError(t, err, bin)
+		_, err = s.Do("PING")
+		require.NoError(t, err, bin)
+		s.Stop()
+	}
+
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	s, err := redisproc.Start(redisproc.WithBinary(filepath.Join(t.TempDir(), "valkey-server")))
 	require.Nil(t, s)
 	require.ErrorIs(t, err, redisproc.ErrNoBinary)
 	requireEmpty(t, tmp)
