@@ -22,10 +22,6 @@ import (
 // an instance of its own, as separate processes would be.
 const handoffLockers = 8
 
-// handoffWarmupOps is how many Lock+Unlock each hand-off locker does,
-// unmeasured, after it opens.
-const handoffWarmupOps = 10
-
 // handoffColumns are scenario 3's figures, in the order of figures.
 var handoffColumns = []column{
 	{name: "acq/s", format: asCount, ratio: true},
@@ -38,59 +34,6 @@ var handoffColumns = []column{
 	{name: "cmds/acq", format: asOne, ratio: true},
 }
 
-// handoffGroup is one implementation's lockers for scenario 3.
-type handoffGroup struct {
-	impl
-	lockers []locker
-	key     string // the lock's
-	counter string // the key each hold increments
-}
-
-// openHandoff opens handoffLockers instances of every implementation but
-// the floor, which is not a lock, and warms each up. On error it closes
-// those it opened.
-func openHandoff(ctx context.Context, addr, prefix string, all []impl) (_ []handoffGroup, err error) {
-	var out []handoffGroup
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, closeHandoff(out))
-		}
-	}()
-	for i, im := range all {
-		if im.floor {
-			continue
-		}
-		g := handoffGroup{impl: im, key: fmt.Sprintf("%sh%d", prefix, i), counter: fmt.Sprintf("%sh%d:count", prefix, i)}
-		for range handoffLockers {
-			l, err := im.open(ctx, addr)
-			if err != nil {
-				out = append(out, g)
-				return nil, err
-			}
-			g.lockers = append(g.lockers, l)
-			for range handoffWarmupOps {
-				if err := lockUnlock(ctx, l, g.key); err != nil {
-					out = append(out, g)
-					return nil, fmt.Errorf("%s: warming up: %w", im.name, err)
-				}
-			}
-		}
-		out = append(out, g)
-	}
-	return out, nil
-}
-
-// closeHandoff closes every locker of groups.
-func closeHandoff(groups []handoffGroup) error {
-	var errs []error
-	for _, g := range groups {
-		if err := closeLockers(g.lockers); err != nil {
-			errs = append(errs, fmt.Errorf("%s: closing: %w", g.name, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
 // handoffResult is scenario 3's outcome.
 type handoffResult struct {
 	samples [][]figures // [round][group], in handoffColumns' order
@@ -98,6 +41,9 @@ type handoffResult struct {
 	// without the INFOs and INCRs, and acquisitions its acquisitions.
 	cmds         []cmdstats.Stats
 	acquisitions []int64
+	// waits is each group's Lock waits over all the rounds, for the
+	// plots.
+	waits []*valueLog
 }
 
 // handoffRound is what one group did in one round.
@@ -110,14 +56,16 @@ type handoffRound struct {
 // runHandoff is scenario 3: each group's lockers contend for its key for
 // d per round, each hold one INCR through admin. Rounds rotate as in
 // runUncontended.
-func runHandoff(ctx context.Context, groups []handoffGroup, admin *redis.Client, rounds int, d time.Duration, progress io.Writer) (handoffResult, error) {
+func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, rounds int, d time.Duration, progress io.Writer) (handoffResult, error) {
 	res := handoffResult{
 		samples:      make([][]figures, rounds),
 		cmds:         make([]cmdstats.Stats, len(groups)),
 		acquisitions: make([]int64, len(groups)),
+		waits:        make([]*valueLog, len(groups)),
 	}
 	for i := range groups {
 		res.cmds[i] = cmdstats.Stats{}
+		res.waits[i] = &valueLog{}
 	}
 	for r := range rounds {
 		fmt.Fprintf(progress, "hand-off: round %d/%d\n", r+1, rounds)
@@ -127,7 +75,7 @@ func runHandoff(ctx context.Context, groups []handoffGroup, admin *redis.Client,
 			var hr handoffRound
 			var err error
 			labelled(ctx, groups[i].name, func(ctx context.Context) {
-				hr, err = measureHandoff(ctx, groups[i], admin, d)
+				hr, err = measureHandoff(ctx, groups[i], admin, d, res.waits[i])
 			})
 			if err != nil {
 				return handoffResult{}, fmt.Errorf("hand-off, round %d, %s: %w", r+1, groups[i].name, err)
@@ -154,7 +102,7 @@ func runHandoff(ctx context.Context, groups []handoffGroup, admin *redis.Client,
 // a hand-off but a lock kept, counted apart. The server's commands are
 // read from INFO commandstats before and after the round, without the
 // INFOs and the holds' INCRs.
-func measureHandoff(ctx context.Context, g handoffGroup, admin *redis.Client, d time.Duration) (handoffRound, error) {
+func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d time.Duration, waits *valueLog) (handoffRound, error) {
 	runtime.GC()
 	before, err := readCmdstats(ctx, admin)
 	if err != nil {
@@ -162,7 +110,7 @@ func measureHandoff(ctx context.Context, g handoffGroup, admin *redis.Client, d 
 	}
 	h := &handoffRun{
 		g: g, admin: admin,
-		waits: latency.NewRecorder(), handoffs: latency.NewRecorder(),
+		waits: latency.NewRecorder(), allWaits: waits, handoffs: latency.NewRecorder(),
 		counts: make([]int64, len(g.lockers)),
 	}
 	var (
@@ -223,11 +171,12 @@ func measureHandoff(ctx context.Context, g handoffGroup, admin *redis.Client, d 
 // handoffRun is one round of one group, shared by its lockers'
 // goroutines.
 type handoffRun struct {
-	g               handoffGroup
+	g               lockerGroup
 	admin           *redis.Client
 	start, deadline time.Time
 	// The recorders are safe for concurrent use.
 	waits, handoffs *latency.Recorder
+	allWaits        *valueLog // every wait of every round, for the plots
 	// counts[k] is locker k's acquisitions, written by its goroutine
 	// alone and read after they all ended.
 	counts []int64
@@ -256,12 +205,12 @@ func (h *handoffRun) holdLoop(ctx, rctx context.Context, k int, l locker) error 
 			// A client may fail on the deadline, an i/o timeout, before
 			// rctx says it is done.
 			if rctx.Err() != nil || !acquired.Before(h.deadline) {
-				h.waits.Record(acquired.Sub(t0))
+				h.recordWait(acquired.Sub(t0))
 				return nil
 			}
 			return fmt.Errorf("lock: %w", err)
 		}
-		h.waits.Record(acquired.Sub(t0))
+		h.recordWait(acquired.Sub(t0))
 		if r := h.released.Swap(nil); r != nil {
 			if r.by == k {
 				h.kept.Add(1)
@@ -280,6 +229,12 @@ func (h *handoffRun) holdLoop(ctx, rctx context.Context, k int, l locker) error 
 		}
 	}
 	return nil
+}
+
+// recordWait records a Lock's wait for the table and for the plots.
+func (h *handoffRun) recordWait(d time.Duration) {
+	h.waits.Record(d)
+	h.allWaits.Add(d)
 }
 
 // readCmdstats reads INFO commandstats through c.
@@ -309,9 +264,6 @@ func jain(counts []int64) float64 {
 // ran per acquisition over all the rounds, most first: where cmds/acq
 // comes from.
 func writeHandoffCommands(w io.Writer, names []string, res handoffResult) error {
-	if _, err := fmt.Fprintf(w, "\nServer commands per acquisition, over all rounds:\n\n"); err != nil {
-		return err
-	}
 	for i, name := range names {
 		n := res.acquisitions[i]
 		if n == 0 {

@@ -27,6 +27,9 @@ type impl struct {
 	// floor is set on the bare-socket reference, which is not a lock:
 	// it excludes nothing, and the exclusion check skips it.
 	floor bool
+	// manager is set on baton's modes, whose read-modify-write also has
+	// a row through baton's manager.
+	manager bool
 }
 
 // lockTTL is the expiry every lock is taken with. It is far above any
@@ -41,12 +44,14 @@ const baseline = "baton fast"
 // report's rows.
 func impls() []impl {
 	return []impl{
-		{id: "baton-fast", name: baseline, open: openBaton(false)},
-		{id: "baton-fair", name: "baton fair", open: openBaton(true)},
+		{id: "baton-fast", name: baseline, open: openBaton(false), manager: true},
+		{id: "baton-fair", name: "baton fair", open: openBaton(true), manager: true},
 		{id: "rueidislock", name: "rueidislock", open: openRueidisLock},
 		{id: "redsync", name: "redsync", open: openRedsync},
 		{id: "redislock", name: "bsm/redislock", open: openRedisLock},
 		{id: "notify-eval", name: "go-redis notify, EVAL", open: openNotify(releaseEval)},
+		{id: "notify-getdel", name: "go-redis notify, GETDEL", open: openNotify(releaseGetDel)},
+		{id: "notify-ping-eval", name: "go-redis notify, PING+EVAL", open: openNotify(releasePingEval)},
 		{id: "floor", name: "floor (2 PINGs)", open: openFloor, floor: true},
 	}
 }

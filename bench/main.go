@@ -19,14 +19,21 @@ import (
 // config is the command line.
 type config struct {
 	addr       string
+	serverBin  string
 	rounds     int
 	ops        int
+	trials     int
 	cpuProfile string
+	plots      string
+	pin        *cpuPlan // nil without --pin
 	impls      string
 	scenarios  map[int]bool
 	throughput time.Duration // scenario 2's time per implementation per round
 	handoff    time.Duration // scenario 3's
 }
+
+// lastScenario is the number of the last scenario.
+const lastScenario = 6
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -46,11 +53,15 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", "", "host:port of the Redis server (default: a throwaway redis-server from PATH)")
+	fs.StringVar(&c.serverBin, "server-bin", "", "scenario 6: also run scenarios 1, 3 and 4 on a throwaway server of this binary, such as a Valkey build's valkey-server")
 	fs.IntVar(&c.rounds, "rounds", 20, "rounds; each runs every implementation once")
 	fs.IntVar(&c.ops, "ops", 1000, "operations per implementation per round")
-	fs.StringVar(&c.impls, "impls", "", "comma-separated ids of the implementations to run (default: all): baton-fast, baton-fair, rueidislock, redsync, redislock, notify-eval, floor")
+	fs.IntVar(&c.trials, "trials", 30, "scenario 4: trials; each runs every implementation once")
+	fs.StringVar(&c.plots, "plots", "", "write the plots as PNG files into this directory")
+	pin := fs.Bool("pin", false, "run each throwaway server on the last CPU and the bench on the others, so that every reply crosses CPUs, as from a server on another host, and the kernel moves neither between rounds (Linux, at least 2 CPUs)")
+	fs.StringVar(&c.impls, "impls", "", "comma-separated ids of the implementations to run (default: all): baton-fast, baton-fair, rueidislock, redsync, redislock, notify-eval, notify-getdel, notify-ping-eval, floor")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the rounds to this file; samples carry the label impl=<implementation>, for pprof's -tagfocus")
-	scenarios := fs.String("scenarios", "1,2,3", "comma-separated scenarios to run: 1 uncontended, 2 throughput, 3 hand-off")
+	scenarios := fs.String("scenarios", "1,2,3,4,5,6", "comma-separated scenarios to run: 1 uncontended, 2 throughput, 3 hand-off, 4 the remote waiter, 5 server cost (of 3's rounds), 6 scenarios 1, 3 and 4 again on a server with io-threads 4 and on --server-bin's")
 	fs.DurationVar(&c.throughput, "throughput-duration", time.Second, "scenario 2: time per implementation per round")
 	fs.DurationVar(&c.handoff, "handoff-duration", 2*time.Second, "scenario 3: time per implementation per round")
 	if err := fs.Parse(args); err != nil {
@@ -59,8 +70,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	c.scenarios = map[int]bool{}
 	for f := range strings.SplitSeq(*scenarios, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 || n > 3 {
-			return c, fmt.Errorf("--scenarios %q: want numbers from 1 to 3", *scenarios)
+		if err != nil || n < 1 || n > lastScenario {
+			return c, fmt.Errorf("--scenarios %q: want numbers from 1 to %d", *scenarios, lastScenario)
 		}
 		c.scenarios[n] = true
 	}
@@ -75,12 +86,29 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--throughput-duration %s: want more than 0", c.throughput)
 	case c.handoff <= 0:
 		return c, fmt.Errorf("--handoff-duration %s: want more than 0", c.handoff)
+	case c.trials < 1:
+		return c, fmt.Errorf("--trials %d: want at least 1", c.trials)
+	case c.scenarios[5] && !c.scenarios[3]:
+		return c, errors.New("--scenarios: 5 counts the commands of 3's rounds; add 3")
+	case c.scenarios[6] && c.addr != "":
+		return c, errors.New("--scenarios: 6 starts servers of its own; leave out 6 or --addr")
+	case c.serverBin != "" && !c.scenarios[6]:
+		return c, errors.New("--server-bin is for scenario 6; add 6 to --scenarios")
+	case *pin && c.addr != "":
+		return c, errors.New("--pin pins the throwaway servers; leave out --pin or --addr")
+	}
+	if *pin {
+		plan, err := planPinning()
+		if err != nil {
+			return c, err
+		}
+		c.pin = &plan
 	}
 	return c, nil
 }
 
-// run measures every implementation and writes the report on stdout,
-// progress on stderr.
+// run measures every implementation on every server the scenarios ask
+// for and writes the report on stdout, progress on stderr.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
 	c, err := parseFlags(args, stderr)
 	if err != nil {
@@ -90,48 +118,38 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	t, err := findTarget(c.addr)
-	if err != nil {
-		return err
-	}
-	if t.stop != nil {
-		defer t.stop()
-	}
-	version, err := serverVersion(ctx, t.addr)
-	if err != nil {
-		return fmt.Errorf("server %s: %w", t.addr, err)
-	}
 	prefix, err := runPrefix()
 	if err != nil {
 		return err
 	}
-	insts, err := openAll(ctx, t.addr, prefix, all)
-	if err != nil {
-		return err
-	}
-	defer func() { err = errors.Join(err, closeAll(insts)) }()
-	var groups []handoffGroup
-	if c.scenarios[3] {
-		groups, err = openHandoff(ctx, t.addr, prefix, all)
-		if err != nil {
+	if c.pin != nil {
+		if err := c.pin.pinClient(); err != nil {
 			return err
 		}
-		defer func() { err = errors.Join(err, closeHandoff(groups)) }()
 	}
 	stopProfile, err := startCPUProfile(c.cpuProfile)
 	if err != nil {
 		return err
 	}
-	err = runScenarios(ctx, c, insts, groups, t.addr, stdout, stderr, aboutRun(args, version, t.about))
-	if perr := stopProfile(); err == nil {
-		err = perr
+	defer func() {
+		if perr := stopProfile(); err == nil {
+			err = perr
+		}
+	}()
+	if _, err := fmt.Fprintf(stdout, "%s\n", aboutRun(args)); err != nil {
+		return err
 	}
-	return err
+	for _, s := range c.servers() {
+		if err := runOnServer(ctx, c, s, all, prefix, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// aboutRun is the lines every table is printed with: the command, the
-// server and the machine.
-func aboutRun(args []string, version, about string) string {
+// aboutRun is the lines the report starts with: the command, the date and
+// the machine.
+func aboutRun(args []string) string {
 	quoted := make([]string, len(args))
 	for i, a := range args {
 		quoted[i] = a
@@ -140,100 +158,7 @@ func aboutRun(args []string, version, about string) string {
 		}
 	}
 	cmd := strings.TrimSpace("go run . " + strings.Join(quoted, " "))
-	return fmt.Sprintf("Command (in bench/): `%s`.\nServer: %s, %s.\n%s.\n", cmd, version, about, machine())
-}
-
-// runScenarios runs the scenarios c selects, in order, and writes a
-// table for each as soon as it is done, followed by about.
-func runScenarios(ctx context.Context, c config, insts []instance, groups []handoffGroup, addr string, stdout, stderr io.Writer, about string) error {
-	names := make([]string, len(insts))
-	base, floor := -1, -1 // no ratios without the baseline
-	for i, in := range insts {
-		names[i] = in.name
-		if in.name == baseline {
-			base = i
-		}
-		if in.floor {
-			floor = i
-		}
-	}
-	sep := ""
-	if c.scenarios[1] {
-		samples, err := runUncontended(ctx, insts, c.rounds, c.ops, stderr)
-		if err != nil {
-			return err
-		}
-		if err := writeUncontendedTable(stdout, summarize(names, samples, base), c.rounds, c.ops); err != nil {
-			return err
-		}
-		if err := writeFloorSpread(stdout, samples, floor); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "\n%s", about)
-		sep = "\n"
-	}
-	if c.scenarios[2] {
-		samples, err := runThroughput(ctx, insts, c.rounds, c.throughput, stderr)
-		if err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, `%s## Throughput
-
-%d goroutines, each doing Lock+Unlock back to back on a key of its own,
-through one instance per implementation, %s per implementation per round,
-%d rounds, interleaved. The floor gives each goroutine a bare connection of
-its own doing two PINGs per operation. Stalled counts the goroutines whose
-Lock, on a key no one held, was still waiting %s after the round's end;
-they stop there, and ops/s counts the operations the others completed.
-
-`, sep, throughputWorkers, c.throughput, c.rounds, stallGrace)
-		if err := writeFiguresTable(stdout, names, throughputColumns, samples, base); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "\n%s", about)
-		sep = "\n"
-	}
-	if c.scenarios[3] {
-		admin, err := newGoRedis(ctx, addr)
-		if err != nil {
-			return err
-		}
-		defer admin.Close()
-		res, err := runHandoff(ctx, groups, admin, c.rounds, c.handoff, stderr)
-		if err != nil {
-			return err
-		}
-		gnames := make([]string, len(groups))
-		gbase := -1
-		for i, g := range groups {
-			gnames[i] = g.name
-			if g.name == baseline {
-				gbase = i
-			}
-		}
-		fmt.Fprintf(stdout, `%s## Hand-off
-
-%d lockers on one key, each an instance of its own, as separate processes
-would be; each hold is one INCR through another client. %s per
-implementation per round, %d rounds, interleaved. A hand-off runs from a
-holder starting its release to another locker's Lock returning; kept is
-the share of acquisitions by the locker that had just released. A wait is
-a Lock call, and one cut short by the end of the round counts until then.
-Jain is Jain's fairness index over the lockers' acquisitions (1: all
-equal; 1/%[2]d: one took all). cmds/acq is the server's commands per
-acquisition from INFO commandstats, commands inside scripts included, the
-INCRs and INFOs not. The floor does not apply.
-
-`, sep, handoffLockers, c.handoff, c.rounds)
-		if err := writeFiguresTable(stdout, gnames, handoffColumns, res.samples, gbase); err != nil {
-			return err
-		}
-		if err := writeHandoffCommands(stdout, gnames, res); err != nil {
-			return err
-		}
-		fmt.Fprintf(stdout, "\n%s", about)
-	}
-	return nil
+	return fmt.Sprintf("Command (in bench/): `%s`.\nDate: %s.\n%s.\n", cmd, time.Now().UTC().Format("2006-01-02 15:04 MST"), machine())
 }
 
 // runPrefix returns a key prefix of this run's own, so that runs against

@@ -87,26 +87,43 @@ func TestOneTinyRun(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	profile := filepath.Join(t.TempDir(), "cpu.pprof")
-	err := run(ctx, []string{"--addr", addr, "--rounds", "2", "--ops", "5", "--cpuprofile", profile,
-		"--throughput-duration", "50ms", "--handoff-duration", "100ms"}, &stdout, &stderr)
+	plots := filepath.Join(t.TempDir(), "plots")
+	err := run(ctx, []string{"--addr", addr, "--rounds", "2", "--ops", "5", "--trials", "2", "--cpuprofile", profile,
+		"--throughput-duration", "50ms", "--handoff-duration", "100ms", "--scenarios", "1,2,3,4,5", "--plots", plots},
+		&stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	out := stdout.String()
 	for _, im := range impls() {
 		require.Contains(t, out, "| "+im.name+" | ", out)
+		if !im.floor {
+			require.Contains(t, out, "- "+im.name+": ", "in the server cost and the passed-over counts")
+		}
 	}
 	// The baseline's ratios to itself are 1 in every round.
 	require.True(t, strings.Contains(out, "| "+baseline+" | "), out)
 	require.Contains(t, out, "1.00× | 1.00× |")
 	require.Contains(t, out, "The floor's p50 ranged from ")
-	for _, h := range []string{"## Uncontended", "## Throughput", "## Hand-off", "Server commands per acquisition"} {
-		require.Contains(t, out, h)
+	for _, h := range []string{"### Uncontended Lock+Unlock", "### Uncontended read-modify-write", "### Throughput", "### Hand-off", "### Server cost", "### The remote waiter",
+		"## The server given with --addr"} {
+		require.Equal(t, 1, strings.Count(out, h), h)
 	}
-	// Each table is followed by the command, the server and the machine.
-	require.Equal(t, 3, strings.Count(out, "Command (in bench/): `go run . --addr "), out)
-	require.Equal(t, 3, strings.Count(out, "Machine: "), out)
+	// The report starts with the command, the date and the machine.
+	require.True(t, strings.HasPrefix(out, "Command (in bench/): `go run . --addr "), out)
+	require.Equal(t, 1, strings.Count(out, "Machine: "), out)
+	require.Equal(t, 1, strings.Count(out, "Date: "), out)
 	st, err := os.Stat(profile)
 	require.NoError(t, err)
 	require.NotZero(t, st.Size(), "empty CPU profile")
+	for _, im := range impls() {
+		if im.manager {
+			require.Contains(t, out, "| "+im.name+" + manager | ", out)
+		}
+	}
+	for _, f := range []string{"uncontended", "modify", "handoff-waits", "passed-over", "waiter-wait"} {
+		st, err := os.Stat(filepath.Join(plots, "given-"+f+".png"))
+		require.NoError(t, err)
+		require.NotZero(t, st.Size(), f)
+	}
 }
 
 func TestFlags(t *testing.T) {
@@ -117,7 +134,13 @@ func TestFlags(t *testing.T) {
 		{[]string{"--rounds", "0"}, "--rounds 0"},
 		{[]string{"--ops", "-1"}, "--ops -1"},
 		{[]string{"extra"}, "unexpected arguments"},
-		{[]string{"--scenarios", "1,4"}, "--scenarios"},
+		{[]string{"--scenarios", "1,7"}, "--scenarios"},
+		{[]string{"--scenarios", "0"}, "--scenarios"},
+		{[]string{"--scenarios", "5"}, "add 3"},
+		{[]string{"--scenarios", "1,6", "--addr", "127.0.0.1:1"}, "leave out 6 or --addr"},
+		{[]string{"--scenarios", "1", "--server-bin", "valkey-server"}, "add 6"},
+		{[]string{"--trials", "0"}, "--trials 0"},
+		{[]string{"--pin", "--addr", "127.0.0.1:1", "--scenarios", "1"}, "leave out --pin or --addr"},
 		{[]string{"--scenarios", "x"}, "--scenarios"},
 		{[]string{"--throughput-duration", "0s"}, "--throughput-duration"},
 		{[]string{"--handoff-duration", "-1s"}, "--handoff-duration"},
@@ -159,7 +182,7 @@ func TestNoBaselineNoRatios(t *testing.T) {
 		"--throughput-duration", "20ms"}, &stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	require.Contains(t, stdout.String(), "| – | – | – |")
-	require.NotContains(t, stdout.String(), "## Hand-off")
+	require.NotContains(t, stdout.String(), "### Hand-off")
 	require.Regexp(t, `\| floor \(2 PINGs\) \| \d+ \| 0 \| – \|`, stdout.String())
 }
 
@@ -173,9 +196,9 @@ func TestScenarioFigures(t *testing.T) {
 	insts, err := openAll(ctx, addr, "baton-bench-test:", all)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, closeAll(insts)) }()
-	groups, err := openHandoff(ctx, addr, "baton-bench-test:", all)
+	groups, err := openGroups(ctx, addr, "baton-bench-test:", "h", handoffLockers, all)
 	require.NoError(t, err)
-	defer func() { require.NoError(t, closeHandoff(groups)) }()
+	defer func() { require.NoError(t, closeGroups(groups)) }()
 	require.Len(t, groups, len(all)-1, "every lock but the floor")
 
 	tput, err := runThroughput(ctx, insts, 1, 50*time.Millisecond, io.Discard)
@@ -203,6 +226,44 @@ func TestScenarioFigures(t *testing.T) {
 		require.LessOrEqual(t, f[6], 1.0, "%s: Jain", g.name)
 		require.Positive(t, f[7], "%s: commands per acquisition", g.name)
 	}
+}
+
+// TestRemoteWaiterTrials runs scenario 4's trials for every lock and
+// checks that each ends with the waiter served and sane figures.
+func TestRemoteWaiterTrials(t *testing.T) {
+	addr := startServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	groups, err := openGroups(ctx, addr, "baton-bench-test:", "w", 2, impls())
+	require.NoError(t, err)
+	defer func() { require.NoError(t, closeGroups(groups)) }()
+	trials, err := runWaiter(ctx, groups, 2, io.Discard)
+	require.NoError(t, err)
+	for _, trial := range trials {
+		for i, g := range groups {
+			require.GreaterOrEqual(t, trial[i].passed, 0, g.name)
+			require.LessOrEqual(t, trial[i].passed, passOverLimit, g.name)
+			require.Positive(t, trial[i].wait, g.name)
+		}
+	}
+	var out bytes.Buffer
+	names, base := groupNames(groups)
+	require.NoError(t, writeWaiterTable(&out, names, trials, base))
+	require.Contains(t, out.String(), "| "+baseline+" | ")
+	require.Contains(t, out.String(), "| 1.00× |")
+}
+
+func TestQuantileAndCounts(t *testing.T) {
+	require.Zero(t, quantile(nil, 0.5))
+	xs := []float64{5, 1, 4, 2, 3}
+	require.Equal(t, 1.0, quantile(xs, 0))
+	require.Equal(t, 3.0, quantile(xs, 0.5))
+	require.Equal(t, 5.0, quantile(xs, 0.9))
+	require.Equal(t, 5.0, quantile(xs, 1))
+	require.Equal(t, []float64{5, 1, 4, 2, 3}, xs, "left in its order")
+
+	trials := [][]waiterTrial{{{passed: 3}}, {{passed: 0}}, {{passed: 3}}}
+	require.Equal(t, "0: 1, 3: 2", passedOverCounts(trials, 0))
 }
 
 func TestJain(t *testing.T) {

@@ -21,7 +21,14 @@ type releaseStyle int
 const (
 	// releaseEval sends the compare-and-delete script alone.
 	releaseEval releaseStyle = iota
-	// GETDEL, and PING+EVAL pipelined in one write, are still to come.
+	// releaseGetDel deletes with GETDEL and compares the token it gets
+	// back afterwards: one command and no script, but a lease that had
+	// expired deletes its successor's lock. The bench never lets a lease
+	// expire; a service would.
+	releaseGetDel
+	// releasePingEval sends PING and the compare-and-delete script in one
+	// pipelined write, the order that lets the waiter hear first.
+	releasePingEval
 )
 
 // releaseScript deletes the key only if it still holds the caller's
@@ -47,6 +54,10 @@ func openNotify(style releaseStyle) func(context.Context, string) (locker, error
 		if err := ensureKeyspaceEvents(ctx, client); err != nil {
 			_ = client.Close()
 			return nil, fmt.Errorf("go-redis notify: %w", err)
+		}
+		if err := releaseScript.Load(ctx, client).Err(); err != nil {
+			_ = client.Close()
+			return nil, fmt.Errorf("go-redis notify: loading the release script: %w", err)
 		}
 		return notifyLocker{client: client, style: style}, nil
 	}
@@ -134,13 +145,36 @@ func drain(ch <-chan *redis.Message) {
 }
 
 func (n notifyLocker) release(ctx context.Context, key, token string) error {
+	notHeld := fmt.Errorf("go-redis notify: %q was not held at release", key)
 	switch n.style {
 	case releaseEval:
 		deleted, err := releaseScript.Run(ctx, n.client, []string{key}, token).Int()
 		if err == nil && deleted == 0 {
-			err = fmt.Errorf("go-redis notify: %q was not held at release", key)
+			err = notHeld
 		}
 		return err
+	case releaseGetDel:
+		held, err := n.client.GetDel(ctx, key).Result()
+		if err == nil && held != token {
+			err = notHeld
+		}
+		return err
+	case releasePingEval:
+		// The script was loaded when the lock opened; EVALSHA keeps the
+		// write small, as a careful client would.
+		var deleted *redis.Cmd
+		_, err := n.client.Pipelined(ctx, func(p redis.Pipeliner) error {
+			p.Ping(ctx)
+			deleted = releaseScript.EvalSha(ctx, p, []string{key}, token)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		if d, err := deleted.Int(); err != nil || d == 0 {
+			return errors.Join(notHeld, err)
+		}
+		return nil
 	}
 	return fmt.Errorf("go-redis notify: release style %d unknown", n.style)
 }

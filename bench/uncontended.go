@@ -16,6 +16,8 @@ type sample struct {
 	// cpuPerOp is the process's CPU time, user and system, over the
 	// round's operations, divided by their number.
 	cpuPerOp time.Duration
+	// all is every operation's latency, for the plots.
+	all *valueLog
 }
 
 // runUncontended is scenario 1: Lock+Unlock back to back on a key no one
@@ -33,7 +35,7 @@ func runUncontended(ctx context.Context, insts []instance, rounds, ops int, prog
 			var s sample
 			var err error
 			labelled(ctx, insts[i].name, func(ctx context.Context) {
-				s, err = measureUncontended(ctx, insts[i], ops)
+				s, err = measureOps(ctx, ops, func(ctx context.Context) error { return lockUnlock(ctx, insts[i].l, insts[i].key) })
 			})
 			if err != nil {
 				return nil, fmt.Errorf("uncontended, round %d, %s: %w", r+1, insts[i].name, err)
@@ -44,9 +46,9 @@ func runUncontended(ctx context.Context, insts []instance, rounds, ops int, prog
 	return out, nil
 }
 
-// measureUncontended runs ops Lock+Unlock of in's key and times each.
-func measureUncontended(ctx context.Context, in instance, ops int) (sample, error) {
-	rec := latency.NewRecorder()
+// measureOps runs op ops times, back to back, and times each.
+func measureOps(ctx context.Context, ops int, op func(context.Context) error) (sample, error) {
+	rec, all := latency.NewRecorder(), &valueLog{}
 	// The garbage of the implementation measured before is collected now
 	// rather than on this one's time.
 	runtime.GC()
@@ -56,14 +58,16 @@ func measureUncontended(ctx context.Context, in instance, ops int) (sample, erro
 	}
 	for range ops {
 		start := time.Now()
-		if err := lockUnlock(ctx, in.l, in.key); err != nil {
+		if err := op(ctx); err != nil {
 			return sample{}, err
 		}
-		rec.Record(time.Since(start))
+		took := time.Since(start)
+		rec.Record(took)
+		all.Add(took)
 	}
 	after, err := cpuTime()
 	if err != nil {
 		return sample{}, err
 	}
-	return sample{lat: rec.Summary(), cpuPerOp: (after - before) / time.Duration(ops)}, nil
+	return sample{lat: rec.Summary(), cpuPerOp: (after - before) / time.Duration(ops), all: all}, nil
 }

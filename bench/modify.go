@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/manager"
+)
+
+// modifier is one row of the read-modify-write table: a counter in Redis
+// read, incremented and written back under the lock of key.
+type modifier interface {
+	Modify(ctx context.Context, key string) error
+	Close() error
+}
+
+// lockModifier is a lock with the state read and written through a
+// go-redis client of its own between Lock and Unlock: four round trips,
+// what a user of any of the locks writes by hand.
+type lockModifier struct {
+	l     locker
+	state *redis.Client
+}
+
+func (m lockModifier) Modify(ctx context.Context, key string) error {
+	unlock, err := m.l.Lock(ctx, key)
+	if err != nil {
+		return fmt.Errorf("lock: %w", err)
+	}
+	n, err := m.state.Get(ctx, key+":state").Int()
+	if err != nil && !errors.Is(err, redis.Nil) {
+		return errors.Join(fmt.Errorf("get: %w", err), unlock(ctx))
+	}
+	if err := m.state.Set(ctx, key+":state", strconv.Itoa(n+1), lockTTL).Err(); err != nil {
+		return errors.Join(fmt.Errorf("set: %w", err), unlock(ctx))
+	}
+	if err := unlock(ctx); err != nil {
+		return fmt.Errorf("unlock: %w", err)
+	}
+	return nil
+}
+
+func (m lockModifier) Close() error { return errors.Join(m.l.Close(), m.state.Close()) }
+
+// floorModifier is the floor: two round trips, the least a
+// read-modify-write under a lock can cost when the state is read with
+// the acquire and written with the release.
+type floorModifier struct{ l locker }
+
+func (f floorModifier) Modify(ctx context.Context, key string) error {
+	return lockUnlock(ctx, f.l, key)
+}
+func (f floorModifier) Close() error { return f.l.Close() }
+
+// counter is the state the managers keep.
+type counter struct{ N int }
+
+// managerModifier is baton's manager: the state is loaded with the
+// acquire and written back with the release, two round trips.
+type managerModifier struct {
+	b batonLocker
+	m *manager.Manager[counter]
+}
+
+func (m managerModifier) Modify(ctx context.Context, key string) error {
+	return m.m.Modify(ctx, key, func(c *counter) error { c.N++; return nil })
+}
+
+func (m managerModifier) Close() error { return errors.Join(m.m.Close(), m.b.Close()) }
+
+// modifyRow is a modifier opened, with its row's name and its key.
+type modifyRow struct {
+	name string
+	m    modifier
+	key  string
+}
+
+// openModifiers opens a row per implementation of all, and after each of
+// baton's a row with its manager. On error it closes those it opened.
+func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []modifyRow, err error) {
+	var out []modifyRow
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, closeModifiers(out))
+		}
+	}()
+	add := func(name string, m modifier) error {
+		row := modifyRow{name: name, m: m, key: prefix + "m" + strconv.Itoa(len(out))}
+		out = append(out, row)
+		for range warmupOps {
+			if err := m.Modify(ctx, row.key); err != nil {
+				return fmt.Errorf("%s: warming up: %w", name, err)
+			}
+		}
+		return nil
+	}
+	for _, im := range all {
+		l, err := im.open(ctx, addr)
+		if err != nil {
+			return nil, err
+		}
+		if im.floor {
+			if err := add(im.name, floorModifier{l}); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		state, err := newGoRedis(ctx, addr)
+		if err != nil {
+			return nil, errors.Join(err, l.Close())
+		}
+		if err := add(im.name, lockModifier{l: l, state: state}); err != nil {
+			return nil, err
+		}
+		if im.manager {
+			l, err := im.open(ctx, addr)
+			if err != nil {
+				return nil, err
+			}
+			b := l.(batonLocker)
+			if err := add(im.name+" + manager", managerModifier{b: b, m: manager.New[counter](b.l)}); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return out, nil
+}
+
+// closeModifiers closes every row's modifier.
+func closeModifiers(rows []modifyRow) error {
+	var errs []error
+	for _, r := range rows {
+		if err := r.m.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: closing: %w", r.name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// runModify is scenario 1's second table: ops read-modify-writes back to
+// back per row per round, rounds rotated as in runUncontended. It returns
+// samples[round][row].
+func runModify(ctx context.Context, rows []modifyRow, rounds, ops int, progress io.Writer) ([][]sample, error) {
+	out := make([][]sample, rounds)
+	for r := range rounds {
+		fmt.Fprintf(progress, "read-modify-write: round %d/%d\n", r+1, rounds)
+		out[r] = make([]sample, len(rows))
+		for j := range rows {
+			i := (r + j) % len(rows)
+			var s sample
+			var err error
+			labelled(ctx, rows[i].name, func(ctx context.Context) {
+				s, err = measureOps(ctx, ops, func(ctx context.Context) error { return rows[i].m.Modify(ctx, rows[i].key) })
+			})
+			if err != nil {
+				return nil, fmt.Errorf("read-modify-write, round %d, %s: %w", r+1, rows[i].name, err)
+			}
+			out[r][i] = s
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// runOnServer runs s's scenarios on its server, in order, and writes a
+// section of the report with a table for each as soon as it is done.
+func runOnServer(ctx context.Context, c config, s serverSpec, all []impl, prefix string, stdout, stderr io.Writer) (err error) {
+	addr, stop, err := s.start()
+	if err != nil {
+		return err
+	}
+	defer stop()
+	version, pid, err := serverInfo(ctx, addr)
+	if err != nil {
+		return fmt.Errorf("server %s: %w", addr, err)
+	}
+	placement := "client and server placed by the kernel"
+	if c.pin != nil {
+		if err := c.pin.pinServer(pid); err != nil {
+			return err
+		}
+		placement = c.pin.String()
+	}
+	fmt.Fprintf(stderr, "on %s (%s)\n", s.label, version)
+	if _, err := fmt.Fprintf(stdout, "\n## %s\n\nServer: %s; %s.\n", s.label, version, placement); err != nil {
+		return err
+	}
+	p := plotSet{dir: c.plots, slug: s.slug, server: version + ", " + s.slug}
+	if s.scenarios[1] || s.scenarios[2] {
+		insts, err := openAll(ctx, addr, prefix, all)
+		if err != nil {
+			return err
+		}
+		err = runSingles(ctx, c, s, addr, prefix, insts, &p, stdout, stderr)
+		if cerr := closeAll(insts); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if s.scenarios[3] {
+		if err := runHandoffScenario(ctx, c, s, addr, prefix, all, &p, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	if s.scenarios[4] {
+		groups, err := openGroups(ctx, addr, prefix, "w", 2, all)
+		if err != nil {
+			return err
+		}
+		err = runWaiterScenario(ctx, c, groups, &p, stdout, stderr)
+		if cerr := closeGroups(groups); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return p.write()
+}
+
+// runSingles runs scenarios 1 and 2, those s selects, on insts.
+func runSingles(ctx context.Context, c config, s serverSpec, addr, prefix string, insts []instance, p *plotSet, stdout, stderr io.Writer) error {
+	names := make([]string, len(insts))
+	base, floor := -1, -1 // no ratios without the baseline
+	for i, in := range insts {
+		names[i] = in.name
+		if in.name == baseline {
+			base = i
+		}
+		if in.floor {
+			floor = i
+		}
+	}
+	if s.scenarios[1] {
+		samples, err := runUncontended(ctx, insts, c.rounds, c.ops, stderr)
+		if err != nil {
+			return err
+		}
+		if err := writeUncontendedTable(stdout, uncontendedIntro, summarize(names, samples, base), c.rounds, c.ops); err != nil {
+			return err
+		}
+		if err := writeFloorSpread(stdout, samples, floor); err != nil {
+			return err
+		}
+		p.uncontended("uncontended", "Uncontended Lock+Unlock latency", names, samples)
+		if err := runModifyScenario(ctx, c, addr, prefix, insts, p, stdout, stderr); err != nil {
+			return err
+		}
+	}
+	if s.scenarios[2] {
+		samples, err := runThroughput(ctx, insts, c.rounds, c.throughput, stderr)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, `
+### Throughput
+
+%d goroutines, each doing Lock+Unlock back to back on a key of its own,
+through one instance per implementation, %s per implementation per round,
+%d rounds, interleaved. The floor gives each goroutine a bare connection of
+its own doing two PINGs per operation. Stalled counts the goroutines whose
+Lock, on a key no one held, was still waiting %s after the round's end;
+they stop there, and ops/s counts the operations the others completed.
+
+`, throughputWorkers, c.throughput, c.rounds, stallGrace)
+		if err := writeFiguresTable(stdout, names, throughputColumns, samples, base); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// runModifyScenario runs scenario 1's read-modify-write rows, keys under
+// prefix, on the implementations of insts.
+func runModifyScenario(ctx context.Context, c config, addr, prefix string, insts []instance, p *plotSet, stdout, stderr io.Writer) (err error) {
+	all := make([]impl, len(insts))
+	for i, in := range insts {
+		all[i] = in.impl
+	}
+	rows, err := openModifiers(ctx, addr, prefix, all)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeModifiers(rows)) }()
+	samples, err := runModify(ctx, rows, c.rounds, c.ops, stderr)
+	if err != nil {
+		return err
+	}
+	names := make([]string, len(rows))
+	base := -1
+	for i, r := range rows {
+		names[i] = r.name
+		if r.name == baseline {
+			base = i
+		}
+	}
+	p.uncontended("modify", "Uncontended read-modify-write latency", names, samples)
+	return writeUncontendedTable(stdout, modifyIntro, summarize(names, samples, base), c.rounds, c.ops)
+}
+
+// runHandoffScenario runs scenario 3, and writes scenario 5's breakdown
+// of its server commands where s selects it.
+func runHandoffScenario(ctx context.Context, c config, s serverSpec, addr, prefix string, all []impl, p *plotSet, stdout, stderr io.Writer) (err error) {
+	groups, err := openGroups(ctx, addr, prefix, "h", handoffLockers, all)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeGroups(groups)) }()
+	admin, err := newGoRedis(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	res, err := runHandoff(ctx, groups, admin, c.rounds, c.handoff, stderr)
+	if err != nil {
+		return err
+	}
+	names, base := groupNames(groups)
+	fmt.Fprintf(stdout, `
+### Hand-off
+
+%d lockers on one key, each an instance of its own, as separate processes
+would be; each hold is one INCR through another client. %s per
+implementation per round, %d rounds, interleaved. A hand-off runs from a
+holder starting its release to another locker's Lock returning; kept is
+the share of acquisitions by the locker that had just released. A wait is
+a Lock call, and one cut short by the end of the round counts until then.
+Jain is Jain's fairness index over the lockers' acquisitions (1: all
+equal; 1/%[1]d: one took all). cmds/acq is the server's commands per
+acquisition from INFO commandstats, commands inside scripts included, the
+INCRs and INFOs not. The floor does not apply.
+
+`, handoffLockers, c.handoff, c.rounds)
+	if err := writeFiguresTable(stdout, names, handoffColumns, res.samples, base); err != nil {
+		return err
+	}
+	p.handoffWaits(names, res)
+	if !s.scenarios[5] {
+		return nil
+	}
+	fmt.Fprintf(stdout, `
+### Server cost
+
+The commands the server ran per acquisition in the hand-off rounds above,
+from INFO commandstats before and after each round, summed over all the
+rounds, most first; commands run inside scripts are counted as well as the
+scripts.
+
+`)
+	return writeHandoffCommands(stdout, names, res)
+}
+
+// runWaiterScenario runs scenario 4 on groups of two lockers.
+func runWaiterScenario(ctx context.Context, c config, groups []lockerGroup, p *plotSet, stdout, stderr io.Writer) error {
+	trials, err := runWaiter(ctx, groups, c.trials, stderr)
+	if err != nil {
+		return err
+	}
+	names, base := groupNames(groups)
+	fmt.Fprintf(stdout, `
+### The remote waiter
+
+Two lockers on one key, each an instance of its own. In each of %d
+trials, one holds the key while the other calls Lock once; %s later the
+holder releases and takes the key back, with nothing in between, until
+the waiter has had it or %d times. Passed over counts the holder's
+acquisitions between its first release and the waiter's; the wait runs
+from that first release to the waiter's Lock returning. A trial stalls
+where a Lock, the waiter's or the holder's, was still waiting %s after
+the key was freed for it (a lost wake-up); it ends there, and its wait
+runs to that end. Trials are interleaved.
+
+`, c.trials, waiterSettle, passOverLimit, stallGrace)
+	if err := writeWaiterTable(stdout, names, trials, base); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nTimes passed over: trials with that count.\n\n")
+	for i, name := range names {
+		fmt.Fprintf(stdout, "- %s: %s\n", name, passedOverCounts(trials, i))
+	}
+	p.waiter(names, trials)
+	return nil
+}
