@@ -145,7 +145,7 @@ func closeModifiers(rows []modifyRow) error {
 // runModify is scenario 1's second table: ops read-modify-writes back to
 // back per row per round, rounds rotated as in runUncontended. It returns
 // samples[round][row].
-func runModify(ctx context.Context, rows []modifyRow, rounds, ops int, progress io.Writer) ([][]sample, error) {
+func runModify(ctx context.Context, rows []modifyRow, admin *redis.Client, rounds, ops int, progress io.Writer) ([][]sample, error) {
 	out := make([][]sample, rounds)
 	for r := range rounds {
 		fmt.Fprintf(progress, "read-modify-write: round %d/%d\n", r+1, rounds)
@@ -155,7 +155,7 @@ func runModify(ctx context.Context, rows []modifyRow, rounds, ops int, progress 
 			var s sample
 			var err error
 			labelled(ctx, rows[i].name, func(ctx context.Context) {
-				s, err = measureOps(ctx, ops, func(ctx context.Context) error { return rows[i].m.Modify(ctx, rows[i].key) })
+				s, err = measureOps(ctx, admin, ops, func(ctx context.Context) error { return rows[i].m.Modify(ctx, rows[i].key) })
 			})
 			if err != nil {
 				return nil, fmt.Errorf("read-modify-write, round %d, %s: %w", r+1, rows[i].name, err)

@@ -15,7 +15,9 @@ const uncontendedIntro = `
 
 %d rounds of %d operations per implementation, interleaved. Each figure is
 the median over rounds; each ratio is the median of the per-round ratios to
-%s. CPU is the client process's user+system time per operation.
+%s. CPU is the client process's user+system time per operation; cmds is
+the server's commands per operation, from INFO commandstats, commands run
+inside scripts included.
 `
 
 // modifyIntro introduces scenario 1's second table.
@@ -27,22 +29,23 @@ With each lock, the state goes through a go-redis client of the
 instance's own between Lock and Unlock: four round trips. With baton's
 manager, the read shares the acquire's write and the write-back the
 release's: two round trips. The floor is two PINGs. %d rounds of %d
-operations per row, interleaved; ratios to %s, in the same round.
+operations per row, interleaved; ratios to %s, in the same round; CPU
+and cmds/op as above.
 `
 
 // writeUncontendedTable writes scenario 1's rows as a markdown table
 // under intro, formatted with rounds, ops and the baseline's name.
 func writeUncontendedTable(w io.Writer, intro string, rows []row, rounds, ops int) error {
 	_, err := fmt.Fprintf(w, intro+`
-| implementation | p50 | p99 | CPU µs/op | p50 ÷ %[3]s | p99 ÷ %[3]s | CPU ÷ %[3]s |
-| --- | ---: | ---: | ---: | ---: | ---: | ---: |
+| implementation | p50 | p99 | CPU µs/op | cmds/op | p50 ÷ %[3]s | p99 ÷ %[3]s | CPU ÷ %[3]s |
+| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |
 `, rounds, ops, baseline)
 	if err != nil {
 		return err
 	}
 	for _, r := range rows {
-		_, err := fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n",
-			r.name, latency.Format(r.p50), latency.Format(r.p99), micros(r.cpu),
+		_, err := fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s |\n",
+			r.name, latency.Format(r.p50), latency.Format(r.p99), micros(r.cpu), asOne(r.cmds),
 			times(r.p50Ratio), times(r.p99Ratio), times(r.cpuRatio))
 		if err != nil {
 			return err

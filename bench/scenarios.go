@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // runOnServer runs s's scenarios on its server, in order, and writes a
@@ -79,7 +81,12 @@ func runSingles(ctx context.Context, c config, s serverSpec, addr, prefix string
 		}
 	}
 	if s.scenarios[1] {
-		samples, err := runUncontended(ctx, insts, c.rounds, c.ops, stderr)
+		admin, err := newGoRedis(ctx, addr)
+		if err != nil {
+			return err
+		}
+		defer admin.Close()
+		samples, err := runUncontended(ctx, insts, admin, c.rounds, c.ops, stderr)
 		if err != nil {
 			return err
 		}
@@ -90,7 +97,7 @@ func runSingles(ctx context.Context, c config, s serverSpec, addr, prefix string
 			return err
 		}
 		p.uncontended("uncontended", "Uncontended Lock+Unlock latency", names, samples)
-		if err := runModifyScenario(ctx, c, addr, prefix, insts, p, stdout, stderr); err != nil {
+		if err := runModifyScenario(ctx, c, addr, prefix, insts, admin, p, stdout, stderr); err != nil {
 			return err
 		}
 	}
@@ -119,7 +126,7 @@ they stop there, and ops/s counts the operations the others completed.
 
 // runModifyScenario runs scenario 1's read-modify-write rows, keys under
 // prefix, on the implementations of insts.
-func runModifyScenario(ctx context.Context, c config, addr, prefix string, insts []instance, p *plotSet, stdout, stderr io.Writer) (err error) {
+func runModifyScenario(ctx context.Context, c config, addr, prefix string, insts []instance, admin *redis.Client, p *plotSet, stdout, stderr io.Writer) (err error) {
 	all := make([]impl, len(insts))
 	for i, in := range insts {
 		all[i] = in.impl
@@ -129,7 +136,7 @@ func runModifyScenario(ctx context.Context, c config, addr, prefix string, insts
 		return err
 	}
 	defer func() { err = errors.Join(err, closeModifiers(rows)) }()
-	samples, err := runModify(ctx, rows, c.rounds, c.ops, stderr)
+	samples, err := runModify(ctx, rows, admin, c.rounds, c.ops, stderr)
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ type row struct {
 	name                         string
 	p50, p99, cpu                time.Duration
 	p50Ratio, p99Ratio, cpuRatio float64
+	cmds                         float64 // server commands per operation
 }
 
 // summarize turns samples[round][instance] into a row per instance. base
@@ -20,7 +21,7 @@ type row struct {
 func summarize(names []string, samples [][]sample, base int) []row {
 	rows := make([]row, len(names))
 	for i, name := range names {
-		var p50, p99, cpu, r50, r99, rcpu []float64
+		var p50, p99, cpu, r50, r99, rcpu, cmds []float64
 		for _, round := range samples {
 			s, b := round[i], sample{}
 			if base >= 0 {
@@ -32,11 +33,13 @@ func summarize(names []string, samples [][]sample, base int) []row {
 			r50 = append(r50, ratio(s.lat.P50, b.lat.P50))
 			r99 = append(r99, ratio(s.lat.P99, b.lat.P99))
 			rcpu = append(rcpu, ratio(s.cpuPerOp, b.cpuPerOp))
+			cmds = append(cmds, s.cmdsPerOp)
 		}
 		rows[i] = row{
 			name: name,
 			p50:  time.Duration(median(p50)), p99: time.Duration(median(p99)), cpu: time.Duration(median(cpu)),
 			p50Ratio: median(r50), p99Ratio: median(r99), cpuRatio: median(rcpu),
+			cmds: median(cmds),
 		}
 	}
 	return rows

@@ -7,6 +7,9 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/batonlock/baton/internal/cmdstats"
 	"github.com/batonlock/baton/internal/latency"
 )
 
@@ -18,6 +21,9 @@ type sample struct {
 	cpuPerOp time.Duration
 	// all is every operation's latency, for the plots.
 	all *valueLog
+	// cmdsPerOp is the server's commands per operation, from INFO
+	// commandstats, commands inside scripts included, the INFOs not.
+	cmdsPerOp float64
 }
 
 // runUncontended is scenario 1: Lock+Unlock back to back on a key no one
@@ -25,7 +31,7 @@ type sample struct {
 // instance r mod n and goes on in order, so that each implementation runs
 // in each position equally often and none always follows the same one.
 // It returns samples[round][instance].
-func runUncontended(ctx context.Context, insts []instance, rounds, ops int, progress io.Writer) ([][]sample, error) {
+func runUncontended(ctx context.Context, insts []instance, admin *redis.Client, rounds, ops int, progress io.Writer) ([][]sample, error) {
 	out := make([][]sample, rounds)
 	for r := range rounds {
 		fmt.Fprintf(progress, "uncontended: round %d/%d\n", r+1, rounds)
@@ -35,7 +41,7 @@ func runUncontended(ctx context.Context, insts []instance, rounds, ops int, prog
 			var s sample
 			var err error
 			labelled(ctx, insts[i].name, func(ctx context.Context) {
-				s, err = measureOps(ctx, ops, func(ctx context.Context) error { return lockUnlock(ctx, insts[i].l, insts[i].key) })
+				s, err = measureOps(ctx, admin, ops, func(ctx context.Context) error { return lockUnlock(ctx, insts[i].l, insts[i].key) })
 			})
 			if err != nil {
 				return nil, fmt.Errorf("uncontended, round %d, %s: %w", r+1, insts[i].name, err)
@@ -46,8 +52,13 @@ func runUncontended(ctx context.Context, insts []instance, rounds, ops int, prog
 	return out, nil
 }
 
-// measureOps runs op ops times, back to back, and times each.
-func measureOps(ctx context.Context, ops int, op func(context.Context) error) (sample, error) {
+// measureOps runs op ops times, back to back, and times each. It reads
+// the server's command counts through admin before and after.
+func measureOps(ctx context.Context, admin *redis.Client, ops int, op func(context.Context) error) (sample, error) {
+	cmdsBefore, err := readCmdstats(ctx, admin)
+	if err != nil {
+		return sample{}, err
+	}
 	rec, all := latency.NewRecorder(), &valueLog{}
 	// The garbage of the implementation measured before is collected now
 	// rather than on this one's time.
@@ -69,5 +80,16 @@ func measureOps(ctx context.Context, ops int, op func(context.Context) error) (s
 	if err != nil {
 		return sample{}, err
 	}
-	return sample{lat: rec.Summary(), cpuPerOp: (after - before) / time.Duration(ops), all: all}, nil
+	cmdsAfter, err := readCmdstats(ctx, admin)
+	if err != nil {
+		return sample{}, err
+	}
+	cmds, err := cmdstats.Delta(cmdsBefore, cmdsAfter)
+	if err != nil {
+		return sample{}, err
+	}
+	return sample{
+		lat: rec.Summary(), cpuPerOp: (after - before) / time.Duration(ops), all: all,
+		cmdsPerOp: float64(cmds.Without("info").Calls()) / float64(ops),
+	}, nil
 }
