@@ -66,15 +66,22 @@ func closeGroups(groups []lockerGroup) error {
 	return errors.Join(errs...)
 }
 
-// groupNames returns the groups' names, and the baseline's index among
-// them, -1 where it is not one of them.
-func groupNames(groups []lockerGroup) (names []string, base int) {
-	base = -1
+// groupNames returns the groups' names, in order.
+func groupNames(groups []lockerGroup) []string {
+	names := make([]string, len(groups))
 	for i, g := range groups {
-		names = append(names, g.name)
-		if g.name == baseline {
-			base = i
+		names[i] = g.name
+	}
+	return names
+}
+
+// baselineIndex returns the baseline's index in names, or -1, for no
+// ratios, where it is not there.
+func baselineIndex(names []string) int {
+	for i, name := range names {
+		if name == baseline {
+			return i
 		}
 	}
-	return names, base
+	return -1
 }

@@ -32,6 +32,7 @@ var handoffColumns = []column{
 	{name: "wait max", format: asDuration},
 	{name: "Jain", format: asFraction},
 	{name: "cmds/acq", format: asOne, ratio: true},
+	{name: "threaded writes/acq", format: asOne},
 }
 
 // handoffResult is scenario 3's outcome.
@@ -54,8 +55,7 @@ type handoffRound struct {
 }
 
 // runHandoff is scenario 3: each group's lockers contend for its key for
-// d per round, each hold one INCR through admin. Rounds rotate as in
-// runUncontended.
+// d per round, each hold one INCR through admin. Rounds are interleaved.
 func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, rounds int, d time.Duration, progress io.Writer) (handoffResult, error) {
 	res := handoffResult{
 		samples:      make([][]figures, rounds),
@@ -67,19 +67,16 @@ func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, 
 		res.cmds[i] = cmdstats.Stats{}
 		res.waits[i] = &valueLog{}
 	}
-	for r := range rounds {
-		fmt.Fprintf(progress, "hand-off: round %d/%d\n", r+1, rounds)
+	names := groupNames(groups)
+	rs, err := interleave(ctx, "hand-off", names, rounds, progress, func(ctx context.Context, i int) (handoffRound, error) {
+		return measureHandoff(ctx, groups[i], admin, d, res.waits[i])
+	})
+	if err != nil {
+		return handoffResult{}, err
+	}
+	for r, round := range rs {
 		res.samples[r] = make([]figures, len(groups))
-		for j := range groups {
-			i := (r + j) % len(groups)
-			var hr handoffRound
-			var err error
-			labelled(ctx, groups[i].name, func(ctx context.Context) {
-				hr, err = measureHandoff(ctx, groups[i], admin, d, res.waits[i])
-			})
-			if err != nil {
-				return handoffResult{}, fmt.Errorf("hand-off, round %d, %s: %w", r+1, groups[i].name, err)
-			}
+		for i, hr := range round {
 			res.samples[r][i] = hr.f
 			res.acquisitions[i] += hr.acquisitions
 			for name, c := range hr.cmds {
@@ -105,6 +102,10 @@ func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, 
 func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d time.Duration, waits *valueLog) (handoffRound, error) {
 	runtime.GC()
 	before, err := readCmdstats(ctx, admin)
+	if err != nil {
+		return handoffRound{}, err
+	}
+	threadedBefore, err := threadedWrites(ctx, admin)
 	if err != nil {
 		return handoffRound{}, err
 	}
@@ -139,6 +140,10 @@ func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d t
 	if err != nil {
 		return handoffRound{}, err
 	}
+	threadedAfter, err := threadedWrites(ctx, admin)
+	if err != nil {
+		return handoffRound{}, err
+	}
 	delta, err := cmdstats.Delta(before, after)
 	if err != nil {
 		return handoffRound{}, err
@@ -164,6 +169,7 @@ func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d t
 		float64(ws.P99), float64(ws.Max),
 		jain(h.counts),
 		float64(cmds.Calls()) / float64(total),
+		float64(threadedAfter-threadedBefore) / float64(total),
 	}
 	return handoffRound{f: f, cmds: cmds, acquisitions: total}, nil
 }
@@ -229,6 +235,24 @@ func (h *handoffRun) holdLoop(ctx, rctx context.Context, k int, l locker) error 
 		}
 	}
 	return nil
+}
+
+// threadedWrites reads INFO stats' io_threaded_writes_processed through
+// c: the replies the server's I/O threads wrote, which it starts doing
+// when, in one pass of its event loop, twice as many clients as it has
+// I/O threads have replies to write. 0 without I/O threads, or on a
+// server that does not say.
+func threadedWrites(ctx context.Context, c *redis.Client) (int64, error) {
+	info, err := c.Info(ctx, "stats").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO stats: %w", err)
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "io_threaded_writes_processed:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, nil
 }
 
 // recordWait records a Lock's wait for the table and for the plots.

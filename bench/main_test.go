@@ -227,6 +227,7 @@ func TestScenarioFigures(t *testing.T) {
 		require.Greater(t, f[6], 0.0, "%s: Jain", g.name)
 		require.LessOrEqual(t, f[6], 1.0, "%s: Jain", g.name)
 		require.Positive(t, f[7], "%s: commands per acquisition", g.name)
+		require.Zero(t, f[8], "%s: threaded writes without I/O threads", g.name)
 	}
 }
 
@@ -249,7 +250,8 @@ func TestRemoteWaiterTrials(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	names, base := groupNames(groups)
+	names := groupNames(groups)
+	base := baselineIndex(names)
 	require.NoError(t, writeWaiterTable(&out, names, trials, base))
 	require.Contains(t, out.String(), "| "+baseline+" | ")
 	require.Contains(t, out.String(), "| 1.00× |")
@@ -266,6 +268,31 @@ func TestQuantileAndCounts(t *testing.T) {
 
 	trials := [][]waiterTrial{{{passed: 3}}, {{passed: 0}}, {{passed: 3}}}
 	require.Equal(t, "0: 1, 3: 2", passedOverCounts(trials, 0))
+}
+
+// TestThreadedWritesUnderFanOut backs the report's reading of scenario 6:
+// on a server with I/O threads, baton fast's hand-off among 8 lockers,
+// whose release notifies every waiter, makes the server write through
+// its I/O threads, and baton fair's, which wakes one, writes fewer.
+func TestThreadedWritesUnderFanOut(t *testing.T) {
+	srv, err := redisproc.Start(redisproc.WithConfig(append(throwawayConfig, ioThreadsConfig...)...))
+	require.NoError(t, err)
+	t.Cleanup(srv.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	all, err := selectImpls(impls(), "baton-fast,baton-fair")
+	require.NoError(t, err)
+	groups, err := openGroups(ctx, srv.Addr, "baton-bench-test:", "h", handoffLockers, all)
+	require.NoError(t, err)
+	defer func() { require.NoError(t, closeGroups(groups)) }()
+	admin, err := newGoRedis(ctx, srv.Addr)
+	require.NoError(t, err)
+	defer admin.Close()
+	res, err := runHandoff(ctx, groups, admin, 1, 500*time.Millisecond, io.Discard)
+	require.NoError(t, err)
+	fast, fair := res.samples[0][0][8], res.samples[0][1][8]
+	require.Positive(t, fast, "threaded writes per acquisition, baton fast")
+	require.Less(t, fair, fast, "threaded writes per acquisition, baton fair")
 }
 
 func TestJain(t *testing.T) {

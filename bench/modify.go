@@ -143,25 +143,18 @@ func closeModifiers(rows []modifyRow) error {
 }
 
 // runModify is scenario 1's second table: ops read-modify-writes back to
-// back per row per round, rounds rotated as in runUncontended. It returns
-// samples[round][row].
+// back per row per round, interleaved. It returns samples[round][row].
 func runModify(ctx context.Context, rows []modifyRow, admin *redis.Client, rounds, ops int, progress io.Writer) ([][]sample, error) {
-	out := make([][]sample, rounds)
-	for r := range rounds {
-		fmt.Fprintf(progress, "read-modify-write: round %d/%d\n", r+1, rounds)
-		out[r] = make([]sample, len(rows))
-		for j := range rows {
-			i := (r + j) % len(rows)
-			var s sample
-			var err error
-			labelled(ctx, rows[i].name, func(ctx context.Context) {
-				s, err = measureOps(ctx, admin, ops, func(ctx context.Context) error { return rows[i].m.Modify(ctx, rows[i].key) })
-			})
-			if err != nil {
-				return nil, fmt.Errorf("read-modify-write, round %d, %s: %w", r+1, rows[i].name, err)
-			}
-			out[r][i] = s
-		}
+	return interleave(ctx, "read-modify-write", modifyNames(rows), rounds, progress, func(ctx context.Context, i int) (sample, error) {
+		return measureOps(ctx, admin, ops, func(ctx context.Context) error { return rows[i].m.Modify(ctx, rows[i].key) })
+	})
+}
+
+// modifyNames returns the rows' names, in order.
+func modifyNames(rows []modifyRow) []string {
+	names := make([]string, len(rows))
+	for i, r := range rows {
+		names[i] = r.name
 	}
-	return out, nil
+	return names
 }

@@ -69,13 +69,9 @@ func runOnServer(ctx context.Context, c config, s serverSpec, all []impl, prefix
 
 // runSingles runs scenarios 1 and 2, those s selects, on insts.
 func runSingles(ctx context.Context, c config, s serverSpec, addr, prefix string, insts []instance, p *plotSet, stdout, stderr io.Writer) error {
-	names := make([]string, len(insts))
-	base, floor := -1, -1 // no ratios without the baseline
+	names, floor := instanceNames(insts), -1
+	base := baselineIndex(names)
 	for i, in := range insts {
-		names[i] = in.name
-		if in.name == baseline {
-			base = i
-		}
 		if in.floor {
 			floor = i
 		}
@@ -140,14 +136,8 @@ func runModifyScenario(ctx context.Context, c config, addr, prefix string, insts
 	if err != nil {
 		return err
 	}
-	names := make([]string, len(rows))
-	base := -1
-	for i, r := range rows {
-		names[i] = r.name
-		if r.name == baseline {
-			base = i
-		}
-	}
+	names := modifyNames(rows)
+	base := baselineIndex(names)
 	p.uncontended("modify", "Uncontended read-modify-write latency", names, samples)
 	return writeUncontendedTable(stdout, modifyIntro, summarize(names, samples, base), c.rounds, c.ops)
 }
@@ -169,7 +159,8 @@ func runHandoffScenario(ctx context.Context, c config, s serverSpec, addr, prefi
 	if err != nil {
 		return err
 	}
-	names, base := groupNames(groups)
+	names := groupNames(groups)
+	base := baselineIndex(names)
 	fmt.Fprintf(stdout, `
 ### Hand-off
 
@@ -182,7 +173,8 @@ a Lock call, and one cut short by the end of the round counts until then.
 Jain is Jain's fairness index over the lockers' acquisitions (1: all
 equal; 1/%[1]d: one took all). cmds/acq is the server's commands per
 acquisition from INFO commandstats, commands inside scripts included, the
-INCRs and INFOs not. The floor does not apply.
+INCRs and INFOs not; threaded writes/acq the replies the server's I/O
+threads wrote, per acquisition (INFO stats). The floor does not apply.
 
 `, handoffLockers, c.handoff, c.rounds)
 	if err := writeFiguresTable(stdout, names, handoffColumns, res.samples, base); err != nil {
@@ -210,7 +202,8 @@ func runWaiterScenario(ctx context.Context, c config, groups []lockerGroup, p *p
 	if err != nil {
 		return err
 	}
-	names, base := groupNames(groups)
+	names := groupNames(groups)
+	base := baselineIndex(names)
 	fmt.Fprintf(stdout, `
 ### The remote waiter
 

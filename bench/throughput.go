@@ -29,26 +29,11 @@ const stallGrace = 2 * time.Second
 // Lock+Unlock back to back on a key of its own, through one instance per
 // implementation, for d per implementation per round. The floor, which
 // is one connection and no client, gets a bare connection per goroutine.
-// Rounds rotate as in runUncontended. It returns samples[round][instance].
+// Rounds are interleaved. It returns samples[round][instance].
 func runThroughput(ctx context.Context, insts []instance, rounds int, d time.Duration, progress io.Writer) ([][]figures, error) {
-	out := make([][]figures, rounds)
-	for r := range rounds {
-		fmt.Fprintf(progress, "throughput: round %d/%d\n", r+1, rounds)
-		out[r] = make([]figures, len(insts))
-		for j := range insts {
-			i := (r + j) % len(insts)
-			var f figures
-			var err error
-			labelled(ctx, insts[i].name, func(ctx context.Context) {
-				f, err = measureThroughput(ctx, insts[i], d)
-			})
-			if err != nil {
-				return nil, fmt.Errorf("throughput, round %d, %s: %w", r+1, insts[i].name, err)
-			}
-			out[r][i] = f
-		}
-	}
-	return out, nil
+	return interleave(ctx, "throughput", instanceNames(insts), rounds, progress, func(ctx context.Context, i int) (figures, error) {
+		return measureThroughput(ctx, insts[i], d)
+	})
 }
 
 // measureThroughput runs the workers on in for d and returns their

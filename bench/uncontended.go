@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"runtime"
 	"time"
@@ -27,29 +26,12 @@ type sample struct {
 }
 
 // runUncontended is scenario 1: Lock+Unlock back to back on a key no one
-// else wants, ops times per implementation per round. Round r starts with
-// instance r mod n and goes on in order, so that each implementation runs
-// in each position equally often and none always follows the same one.
-// It returns samples[round][instance].
+// else wants, ops times per implementation per round, interleaved. It
+// returns samples[round][instance].
 func runUncontended(ctx context.Context, insts []instance, admin *redis.Client, rounds, ops int, progress io.Writer) ([][]sample, error) {
-	out := make([][]sample, rounds)
-	for r := range rounds {
-		fmt.Fprintf(progress, "uncontended: round %d/%d\n", r+1, rounds)
-		out[r] = make([]sample, len(insts))
-		for j := range insts {
-			i := (r + j) % len(insts)
-			var s sample
-			var err error
-			labelled(ctx, insts[i].name, func(ctx context.Context) {
-				s, err = measureOps(ctx, admin, ops, func(ctx context.Context) error { return lockUnlock(ctx, insts[i].l, insts[i].key) })
-			})
-			if err != nil {
-				return nil, fmt.Errorf("uncontended, round %d, %s: %w", r+1, insts[i].name, err)
-			}
-			out[r][i] = s
-		}
-	}
-	return out, nil
+	return interleave(ctx, "uncontended", instanceNames(insts), rounds, progress, func(ctx context.Context, i int) (sample, error) {
+		return measureOps(ctx, admin, ops, func(ctx context.Context) error { return lockUnlock(ctx, insts[i].l, insts[i].key) })
+	})
 }
 
 // measureOps runs op ops times, back to back, and times each. It reads

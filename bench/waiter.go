@@ -40,29 +40,13 @@ type waiterTrial struct {
 // runWaiter is scenario 4: in each trial, for each group, its first
 // locker holds the key while its second calls Lock once; then the first
 // releases and takes the key back, with nothing in between, until the
-// waiter has had it or passOverLimit times. Trials rotate the groups'
-// order as rounds do in runUncontended. It returns out[trial][group].
+// waiter has had it or passOverLimit times. Trials are interleaved as
+// rounds are. It returns out[trial][group].
 func runWaiter(ctx context.Context, groups []lockerGroup, trials int, progress io.Writer) ([][]waiterTrial, error) {
-	out := make([][]waiterTrial, trials)
-	for r := range trials {
-		if r%10 == 0 {
-			fmt.Fprintf(progress, "remote waiter: trial %d/%d\n", r+1, trials)
-		}
-		out[r] = make([]waiterTrial, len(groups))
-		for j := range groups {
-			i := (r + j) % len(groups)
-			var tr waiterTrial
-			var err error
-			labelled(ctx, groups[i].name, func(ctx context.Context) {
-				tr, err = waiterTrialOnce(ctx, groups[i])
-			})
-			if err != nil {
-				return nil, fmt.Errorf("remote waiter, trial %d, %s: %w", r+1, groups[i].name, err)
-			}
-			out[r][i] = tr
-		}
-	}
-	return out, nil
+	names := groupNames(groups)
+	return interleave(ctx, "remote waiter", names, trials, progress, func(ctx context.Context, i int) (waiterTrial, error) {
+		return waiterTrialOnce(ctx, groups[i])
+	})
 }
 
 // waiterTrialOnce runs one trial of g: its lockers[0] is the holder,
