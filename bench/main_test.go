@@ -5,6 +5,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -124,6 +125,32 @@ func TestOneTinyRun(t *testing.T) {
 		require.NoError(t, err)
 		require.NotZero(t, st.Size(), f)
 	}
+}
+
+// TestScenarioSixRunsOnEveryServer runs scenario 1 on the default
+// server, again on one with I/O threads, and on one of --server-bin's
+// binary (redis-server again, by its path), each in a section of its own.
+func TestScenarioSixRunsOnEveryServer(t *testing.T) {
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		t.Skip("no redis-server in PATH")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err = run(ctx, []string{"--scenarios", "1,6", "--server-bin", bin, "--impls", "baton-fast,floor",
+		"--rounds", "1", "--ops", "3"}, &stdout, &stderr)
+	require.NoError(t, err, stderr.String())
+	out := stdout.String()
+	for _, h := range []string{
+		"\n## redis-server from PATH, default configuration\n",
+		"\n## redis-server from PATH, io-threads 4, io-threads-do-reads yes\n",
+		"\n## redis-server (--server-bin), default configuration\n",
+	} {
+		require.Equal(t, 1, strings.Count(out, h), h)
+	}
+	require.Equal(t, 3, strings.Count(out, "### Uncontended Lock+Unlock"), out)
+	require.Equal(t, 3, strings.Count(out, "Server: redis "), out)
 }
 
 func TestFlags(t *testing.T) {
