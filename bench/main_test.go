@@ -212,7 +212,7 @@ func TestNoBaselineNoRatios(t *testing.T) {
 	require.NotContains(t, stdout.String(), "### Hand-off")
 	require.Regexp(t, `\| floor \(2 PINGs\) \| \d+ \| 0 \| – \|`, stdout.String())
 	// Two PINGs an operation, as the server counts them.
-	require.Regexp(t, `\| floor \(2 PINGs\) \| [^|]+ \| [^|]+ \| [^|]+ \| 2\.0 \| – \|`, stdout.String())
+	require.Regexp(t, `\| floor \(2 PINGs\) \| [^|]+ \| [^|]+ \| [^|]+ \| [^|]+ \| 2\.0 \| – \|`, stdout.String())
 }
 
 // TestScenarioFigures runs scenarios 2 and 3 once, briefly, for every

@@ -8,10 +8,10 @@ import (
 // row is one implementation's line of the uncontended table: medians over
 // rounds, and medians of the per-round ratios to the baseline.
 type row struct {
-	name                         string
-	p50, p99, cpu                time.Duration
-	p50Ratio, p99Ratio, cpuRatio float64
-	cmds                         float64 // server commands per operation
+	name                                   string
+	p50, p99, cpu, serverCPU               time.Duration
+	p50Ratio, p99Ratio, cpuRatio, srvRatio float64
+	cmds                                   float64 // server commands per operation
 }
 
 // summarize turns samples[round][instance] into a row per instance. base
@@ -21,7 +21,7 @@ type row struct {
 func summarize(names []string, samples [][]sample, base int) []row {
 	rows := make([]row, len(names))
 	for i, name := range names {
-		var p50, p99, cpu, r50, r99, rcpu, cmds []float64
+		var p50, p99, cpu, srv, r50, r99, rcpu, rsrv, cmds []float64
 		for _, round := range samples {
 			s, b := round[i], sample{}
 			if base >= 0 {
@@ -34,6 +34,8 @@ func summarize(names []string, samples [][]sample, base int) []row {
 			r99 = append(r99, ratio(s.lat.P99, b.lat.P99))
 			rcpu = append(rcpu, ratio(s.cpuPerOp, b.cpuPerOp))
 			cmds = append(cmds, s.cmdsPerOp)
+			srv = append(srv, float64(s.serverCPUPerOp))
+			rsrv = append(rsrv, ratio(s.serverCPUPerOp, b.serverCPUPerOp))
 		}
 		rows[i] = row{
 			name: name,

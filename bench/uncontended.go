@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"runtime"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -23,6 +26,10 @@ type sample struct {
 	// cmdsPerOp is the server's commands per operation, from INFO
 	// commandstats, commands inside scripts included, the INFOs not.
 	cmdsPerOp float64
+	// serverCPUPerOp is the server process's CPU time, user and system,
+	// over the round, divided by its operations: its share of the cost,
+	// networking included, which commandstats' times leave out.
+	serverCPUPerOp time.Duration
 }
 
 // runUncontended is scenario 1: Lock+Unlock back to back on a key no one
@@ -38,6 +45,10 @@ func runUncontended(ctx context.Context, insts []instance, admin *redis.Client, 
 // the server's command counts through admin before and after.
 func measureOps(ctx context.Context, admin *redis.Client, ops int, op func(context.Context) error) (sample, error) {
 	cmdsBefore, err := readCmdstats(ctx, admin)
+	if err != nil {
+		return sample{}, err
+	}
+	serverBefore, err := serverCPU(ctx, admin)
 	if err != nil {
 		return sample{}, err
 	}
@@ -62,6 +73,10 @@ func measureOps(ctx context.Context, admin *redis.Client, ops int, op func(conte
 	if err != nil {
 		return sample{}, err
 	}
+	serverAfter, err := serverCPU(ctx, admin)
+	if err != nil {
+		return sample{}, err
+	}
 	cmdsAfter, err := readCmdstats(ctx, admin)
 	if err != nil {
 		return sample{}, err
@@ -72,6 +87,34 @@ func measureOps(ctx context.Context, admin *redis.Client, ops int, op func(conte
 	}
 	return sample{
 		lat: rec.Summary(), cpuPerOp: (after - before) / time.Duration(ops), all: all,
-		cmdsPerOp: float64(cmds.Without("info").Calls()) / float64(ops),
+		cmdsPerOp:      float64(cmds.Without("info").Calls()) / float64(ops),
+		serverCPUPerOp: (serverAfter - serverBefore) / time.Duration(ops),
 	}, nil
+}
+
+// serverCPU reads the server process's CPU time, user and system, from
+// INFO cpu through c.
+func serverCPU(ctx context.Context, c *redis.Client) (time.Duration, error) {
+	info, err := c.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0, fmt.Errorf("INFO cpu: %w", err)
+	}
+	var total time.Duration
+	found := 0
+	for line := range strings.SplitSeq(info, "\r\n") {
+		k, v, _ := strings.Cut(line, ":")
+		if k != "used_cpu_sys" && k != "used_cpu_user" {
+			continue
+		}
+		secs, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return 0, fmt.Errorf("INFO cpu: %s: %w", k, err)
+		}
+		total += time.Duration(secs * float64(time.Second))
+		found++
+	}
+	if found != 2 {
+		return 0, fmt.Errorf("INFO cpu: want used_cpu_sys and used_cpu_user, got %d of them", found)
+	}
+	return total, nil
 }
