@@ -13,9 +13,9 @@
 // the locks; 2, throughput of 64 goroutines on 64 keys through one
 // instance; 3, hand-off between 8 instances on one key; 4, a remote
 // waiter against a holder that takes the lock back in a tight loop; 5,
-// the server's commands per acquisition in scenario 3; 6, scenarios 1, 3
-// and 4 again on a server with I/O threads and on a binary of the user's
-// (--server-bin). --plots writes the distributions as PNG files, and
+// the server's commands per acquisition in scenario 3; 6, scenarios 1,
+// 3, 4 and 5 again on a server with I/O threads and on a binary of the
+// user's (--server-bin). --plots writes the distributions as PNG files, and
 // --pin places the server and the bench on CPUs of their own.
 //
 // Every scenario is run interleaved: each round runs every implementation

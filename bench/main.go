@@ -53,7 +53,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.addr, "addr", "", "host:port of the Redis server (default: a throwaway redis-server from PATH)")
-	fs.StringVar(&c.serverBin, "server-bin", "", "scenario 6: also run scenarios 1, 3 and 4 on a throwaway server of this binary, such as a Valkey build's valkey-server")
+	fs.StringVar(&c.serverBin, "server-bin", "", "scenario 6: also run scenarios 1, 3, 4 and 5 on a throwaway server of this binary, such as a Valkey build's valkey-server")
 	fs.IntVar(&c.rounds, "rounds", 20, "rounds; each runs every implementation once")
 	fs.IntVar(&c.ops, "ops", 1000, "operations per implementation per round")
 	fs.IntVar(&c.trials, "trials", 30, "scenario 4: trials; each runs every implementation once")
@@ -61,11 +61,16 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	pin := fs.Bool("pin", false, "run each throwaway server on the last CPU and the bench on the others, so that every reply crosses CPUs, as from a server on another host, and the kernel moves neither between rounds (Linux, at least 2 CPUs)")
 	fs.StringVar(&c.impls, "impls", "", "comma-separated ids of the implementations to run (default: all): baton-fast, baton-fair, rueidislock, redsync, redislock, notify-eval, notify-getdel, notify-ping-eval, floor")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the rounds to this file; samples carry the label impl=<implementation>, for pprof's -tagfocus")
-	scenarios := fs.String("scenarios", "1,2,3,4,5,6", "comma-separated scenarios to run: 1 uncontended, 2 throughput, 3 hand-off, 4 the remote waiter, 5 server cost (of 3's rounds), 6 scenarios 1, 3 and 4 again on a server with io-threads 4 and on --server-bin's")
+	scenarios := fs.String("scenarios", "1,2,3,4,5,6", "comma-separated scenarios to run: 1 uncontended, 2 throughput, 3 hand-off, 4 the remote waiter, 5 server cost (of 3's rounds), 6 scenarios 1, 3, 4 and 5 again on a server with io-threads 4 and on --server-bin's (default without --addr: all; with it: 1 to 5)")
 	fs.DurationVar(&c.throughput, "throughput-duration", time.Second, "scenario 2: time per implementation per round")
 	fs.DurationVar(&c.handoff, "handoff-duration", 2*time.Second, "scenario 3: time per implementation per round")
 	if err := fs.Parse(args); err != nil {
 		return c, err
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if c.addr != "" && !given["scenarios"] {
+		*scenarios = "1,2,3,4,5" // 6 starts servers of its own
 	}
 	c.scenarios = map[int]bool{}
 	for f := range strings.SplitSeq(*scenarios, ",") {
@@ -136,15 +141,31 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			err = perr
 		}
 	}()
-	if _, err := fmt.Fprintf(stdout, "%s\n", aboutRun(args)); err != nil {
-		return err
-	}
+	out := &stickyWriter{w: stdout}
+	fmt.Fprintf(out, "%s\n", aboutRun(args))
 	for _, s := range c.servers() {
-		if err := runOnServer(ctx, c, s, all, prefix, stdout, stderr); err != nil {
+		if err := runOnServer(ctx, c, s, all, prefix, out, stderr); err != nil {
 			return err
 		}
 	}
-	return nil
+	return out.err
+}
+
+// stickyWriter keeps the first error of its writes and drops every
+// write after it, so that a report's many writes need one check, at the
+// end (as bufio.Writer does).
+type stickyWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (s *stickyWriter) Write(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.w.Write(p)
+	s.err = err
+	return n, err
 }
 
 // aboutRun is the lines the report starts with: the command, the date and

@@ -182,6 +182,48 @@ func TestFlags(t *testing.T) {
 	}
 }
 
+// TestAddrLeavesOutScenarioSix: with --addr and no --scenarios, the
+// scenarios are those that run on one given server.
+func TestAddrLeavesOutScenarioSix(t *testing.T) {
+	c, err := parseFlags([]string{"--addr", "127.0.0.1:1"}, io.Discard)
+	require.NoError(t, err)
+	require.Equal(t, map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true}, c.scenarios)
+	c, err = parseFlags(nil, io.Discard)
+	require.NoError(t, err)
+	require.True(t, c.scenarios[6])
+}
+
+func TestStickyWriter(t *testing.T) {
+	var buf bytes.Buffer
+	w := &stickyWriter{w: &buf}
+	_, err := w.Write([]byte("a"))
+	require.NoError(t, err)
+	w.w = failingWriter{}
+	_, err = w.Write([]byte("b"))
+	require.ErrorIs(t, err, io.ErrShortWrite)
+	w.w = &buf
+	_, err = w.Write([]byte("c"))
+	require.ErrorIs(t, err, io.ErrShortWrite, "sticky")
+	require.Equal(t, "a", buf.String())
+}
+
+// failingWriter fails every write.
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, io.ErrShortWrite }
+
+// handoffColumn returns the index of the hand-off column named name.
+func handoffColumn(t *testing.T, name string) int {
+	t.Helper()
+	for i, c := range handoffColumns {
+		if c.name == name {
+			return i
+		}
+	}
+	t.Fatalf("no hand-off column %q", name)
+	return -1
+}
+
 func TestSelectImpls(t *testing.T) {
 	all := impls()
 	got, err := selectImpls(all, "")
@@ -254,7 +296,7 @@ func TestScenarioFigures(t *testing.T) {
 		require.Greater(t, f[6], 0.0, "%s: Jain", g.name)
 		require.LessOrEqual(t, f[6], 1.0, "%s: Jain", g.name)
 		require.Positive(t, f[7], "%s: commands per acquisition", g.name)
-		require.Zero(t, f[8], "%s: threaded writes without I/O threads", g.name)
+		require.Zero(t, f[handoffColumn(t, "threaded writes/acq")], "%s: threaded writes without I/O threads", g.name)
 	}
 }
 
@@ -282,6 +324,39 @@ func TestRemoteWaiterTrials(t *testing.T) {
 	require.NoError(t, writeWaiterTable(&out, names, trials, base))
 	require.Contains(t, out.String(), "| "+baseline+" | ")
 	require.Contains(t, out.String(), "| 1.00× |")
+}
+
+// TestLockWithinHoldsUntilUnlock: a lock taken by lockWithin stays held
+// after the call, for every lock (rueidislock lets go of a lock whose
+// context ends), until its unlock; and a Lock on a key held elsewhere
+// is reported stalled after stallGrace.
+func TestLockWithinHoldsUntilUnlock(t *testing.T) {
+	addr := startServer(t)
+	for _, im := range impls() {
+		if im.floor {
+			continue
+		}
+		t.Run(im.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			a, err := im.open(ctx, addr)
+			require.NoError(t, err)
+			defer a.Close()
+			b, err := im.open(ctx, addr)
+			require.NoError(t, err)
+			defer b.Close()
+			const key = "baton-bench-test:within"
+
+			unlock, stalled, err := lockWithin(ctx, a, key)
+			require.NoError(t, err)
+			require.False(t, stalled)
+			time.Sleep(100 * time.Millisecond)
+			_, stalled, err = lockWithin(ctx, b, key)
+			require.NoError(t, err)
+			require.True(t, stalled, "b took the key a holds")
+			require.NoError(t, unlock(ctx))
+		})
+	}
 }
 
 func TestQuantileAndCounts(t *testing.T) {
@@ -317,7 +392,8 @@ func TestThreadedWritesUnderFanOut(t *testing.T) {
 	defer admin.Close()
 	res, err := runHandoff(ctx, groups, admin, 1, 500*time.Millisecond, io.Discard)
 	require.NoError(t, err)
-	fast, fair := res.samples[0][0][8], res.samples[0][1][8]
+	threaded := handoffColumn(t, "threaded writes/acq")
+	fast, fair := res.samples[0][0][threaded], res.samples[0][1][threaded]
 	require.Positive(t, fast, "threaded writes per acquisition, baton fast")
 	require.Less(t, fair, fast, "threaded writes per acquisition, baton fair")
 }

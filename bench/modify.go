@@ -122,7 +122,10 @@ func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []mo
 			if err != nil {
 				return nil, err
 			}
-			b := l.(batonLocker)
+			b, ok := l.(batonLocker)
+			if !ok {
+				return nil, errors.Join(fmt.Errorf("%s: a manager row needs baton's lock, not %T", im.name, l), l.Close())
+			}
 			if err := add(im.name+" + manager", managerModifier{b: b, m: manager.New[counter](b.l)}); err != nil {
 				return nil, err
 			}

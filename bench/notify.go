@@ -27,7 +27,9 @@ const (
 	// expire; a service would.
 	releaseGetDel
 	// releasePingEval sends PING and the compare-and-delete script in one
-	// pipelined write, the order that lets the waiter hear first.
+	// pipelined write: the server then queues the PING's reply before the
+	// notification and, writing newest first, writes the notification
+	// first, giving the waiter a head start (DESIGN.md).
 	releasePingEval
 )
 
@@ -145,18 +147,17 @@ func drain(ch <-chan *redis.Message) {
 }
 
 func (n notifyLocker) release(ctx context.Context, key, token string) error {
-	notHeld := fmt.Errorf("go-redis notify: %q was not held at release", key)
 	switch n.style {
 	case releaseEval:
 		deleted, err := releaseScript.Run(ctx, n.client, []string{key}, token).Int()
 		if err == nil && deleted == 0 {
-			err = notHeld
+			err = notHeld(key)
 		}
 		return err
 	case releaseGetDel:
 		held, err := n.client.GetDel(ctx, key).Result()
 		if err == nil && held != token {
-			err = notHeld
+			err = notHeld(key)
 		}
 		return err
 	case releasePingEval:
@@ -171,12 +172,18 @@ func (n notifyLocker) release(ctx context.Context, key, token string) error {
 		if err != nil {
 			return err
 		}
-		if d, err := deleted.Int(); err != nil || d == 0 {
-			return errors.Join(notHeld, err)
+		d, err := deleted.Int()
+		if err == nil && d == 0 {
+			err = notHeld(key)
 		}
-		return nil
+		return err
 	}
 	return fmt.Errorf("go-redis notify: release style %d unknown", n.style)
+}
+
+// notHeld is the error of a release that found key not the caller's.
+func notHeld(key string) error {
+	return fmt.Errorf("go-redis notify: %q was not held at release", key)
 }
 
 func (n notifyLocker) Close() error { return n.client.Close() }

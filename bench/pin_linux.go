@@ -6,9 +6,13 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
+
+// cpuSetSize is how many CPUs a unix.CPUSet can name.
+const cpuSetSize = int(unsafe.Sizeof(unix.CPUSet{})) * 8
 
 // cpuPlan is how --pin splits the machine's CPUs: the server on the last
 // one the bench may use, the bench on the others.
@@ -26,7 +30,7 @@ func planPinning() (cpuPlan, error) {
 		return cpuPlan{}, fmt.Errorf("--pin: reading this process's CPUs: %w", err)
 	}
 	var cpus []int
-	for i := range 1024 {
+	for i := range cpuSetSize {
 		if all.IsSet(i) {
 			cpus = append(cpus, i)
 		}
@@ -63,28 +67,38 @@ func (p cpuPlan) pinServer(pid int) error {
 	return nil
 }
 
-// pinThreads sets the affinity of every thread of process pid.
+// pinThreads sets the affinity of every thread of process pid. A thread
+// cloned from one not yet pinned while it works would escape, so it reads
+// the threads again until a reading finds none it had not pinned.
 func pinThreads(pid int, set *unix.CPUSet) error {
-	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
-	if err != nil {
-		return err
-	}
-	for _, t := range tasks {
-		tid, err := strconv.Atoi(t.Name())
+	pinned := map[int]bool{}
+	for {
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
 		if err != nil {
-			continue
+			return err
 		}
-		if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) { // the thread ended
-			return fmt.Errorf("thread %d: %w", tid, err)
+		fresh := 0
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || pinned[tid] {
+				continue
+			}
+			if err := unix.SchedSetaffinity(tid, set); err != nil && !errors.Is(err, unix.ESRCH) { // ESRCH: it ended
+				return fmt.Errorf("thread %d: %w", tid, err)
+			}
+			pinned[tid] = true
+			fresh++
+		}
+		if fresh == 0 {
+			return nil
 		}
 	}
-	return nil
 }
 
 // String says where each side runs, for the report.
 func (p cpuPlan) String() string {
 	var server, client []int
-	for i := range 1024 {
+	for i := range cpuSetSize {
 		if p.server.IsSet(i) {
 			server = append(server, i)
 		}

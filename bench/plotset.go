@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 // plotSet gathers one server's distributions as its scenarios end and
@@ -62,10 +63,13 @@ func (p *plotSet) waiter(names []string, trials [][]waiterTrial) {
 	for i, name := range names {
 		passed[i].name, waits[i].name = name, name
 		for _, t := range trials {
+			if t[i].stalled {
+				continue // counted apart in the table
+			}
 			// One more, so that never passed over has a place on the
 			// log scale that separates 0, 1 and 2 from hundreds.
 			passed[i].values = append(passed[i].values, float64(t[i].passed+1))
-			waits[i].values = append(waits[i].values, float64(t[i].wait.Microseconds()))
+			waits[i].values = append(waits[i].values, float64(t[i].wait)/float64(time.Microsecond))
 		}
 	}
 	p.add("passed-over", "Times the remote waiter was passed over", "1 + times passed over", true, passed)

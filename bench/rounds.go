@@ -8,8 +8,8 @@ import (
 
 // interleave runs measure once per name per round and returns
 // out[round][index]. Round r starts with index r mod n and goes on in
-// order, so that each runs in each position equally often and none
-// always follows the same one. Each call carries the pprof label
+// order, so that none always runs first, just after the machine was
+// idle, or always after the same one. Each call carries the pprof label
 // impl=<name>. what names the scenario in the progress lines and errors.
 func interleave[T any](ctx context.Context, what string, names []string, rounds int, progress io.Writer,
 	measure func(ctx context.Context, i int) (T, error)) ([][]T, error) {

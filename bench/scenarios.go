@@ -174,7 +174,8 @@ Jain is Jain's fairness index over the lockers' acquisitions (1: all
 equal; 1/%[1]d: one took all). cmds/acq is the server's commands per
 acquisition from INFO commandstats, commands inside scripts included, the
 INCRs and INFOs not; threaded writes/acq the replies the server's I/O
-threads wrote, per acquisition (INFO stats). The floor does not apply.
+threads wrote per acquisition, those to the INCRs and INFOs included
+(INFO stats). The floor does not apply.
 
 `, handoffLockers, c.handoff, c.rounds)
 	if err := writeFiguresTable(stdout, names, handoffColumns, res.samples, base); err != nil {
@@ -214,8 +215,10 @@ the waiter has had it or %d times. Passed over counts the holder's
 acquisitions between its first release and the waiter's; the wait runs
 from that first release to the waiter's Lock returning. A trial stalls
 where a Lock, the waiter's or the holder's, was still waiting %s after
-the key was freed for it (a lost wake-up); it ends there, and its wait
-runs to that end. Trials are interleaved.
+the key was freed for it (a lost wake-up); it ends there, is counted
+apart and left out of the other columns. The last column is the median
+of the per-trial ratios of the wait to baton fast's. Trials are
+interleaved.
 
 `, c.trials, waiterSettle, passOverLimit, stallGrace)
 	if err := writeWaiterTable(stdout, names, trials, base); err != nil {
