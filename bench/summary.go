@@ -41,6 +41,7 @@ func summarize(names []string, samples [][]sample, base int) []row {
 			name: name,
 			p50:  time.Duration(median(p50)), p99: time.Duration(median(p99)), cpu: time.Duration(median(cpu)),
 			p50Ratio: median(r50), p99Ratio: median(r99), cpuRatio: median(rcpu),
+			serverCPU: time.Duration(median(srv)), srvRatio: median(rsrv),
 			cmds: median(cmds),
 		}
 	}
