@@ -66,15 +66,6 @@ func closeGroups(groups []lockerGroup) error {
 	return errors.Join(errs...)
 }
 
-// groupNames returns the groups' names, in order.
-func groupNames(groups []lockerGroup) []string {
-	names := make([]string, len(groups))
-	for i, g := range groups {
-		names[i] = g.name
-	}
-	return names
-}
-
 // baselineIndex returns the baseline's index in names, or -1, for no
 // ratios, where it is not there.
 func baselineIndex(names []string) int {

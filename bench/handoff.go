@@ -67,7 +67,7 @@ func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, 
 		res.cmds[i] = cmdstats.Stats{}
 		res.waits[i] = &valueLog{}
 	}
-	names := groupNames(groups)
+	names := namesOf(groups)
 	rs, err := interleave(ctx, "hand-off", names, rounds, progress, func(ctx context.Context, i int) (handoffRound, error) {
 		return measureHandoff(ctx, groups[i], admin, d, res.waits[i])
 	})

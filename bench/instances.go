@@ -68,12 +68,3 @@ func lockUnlock(ctx context.Context, l locker, key string) error {
 	}
 	return nil
 }
-
-// instanceNames returns the instances' names, in order.
-func instanceNames(insts []instance) []string {
-	names := make([]string, len(insts))
-	for i, in := range insts {
-		names[i] = in.name
-	}
-	return names
-}

@@ -82,3 +82,15 @@ func selectImpls(all []impl, list string) ([]impl, error) {
 	}
 	return out, nil
 }
+
+// label is the implementation's name in the report.
+func (im impl) label() string { return im.name }
+
+// namesOf returns the report's names of xs, in order.
+func namesOf[T interface{ label() string }](xs []T) []string {
+	names := make([]string, len(xs))
+	for i, x := range xs {
+		names[i] = x.label()
+	}
+	return names
+}

@@ -28,17 +28,17 @@ func startServer(t *testing.T) string {
 	return srv.Addr
 }
 
-// TestEveryLockExcludes opens every lock twice, as two processes would,
-// and checks that while one holds a key the other's Lock waits, and
-// returns once the key is released.
-func TestEveryLockExcludes(t *testing.T) {
+// forEveryLockTwice runs f, as a subtest per lock (the floor is not
+// one), with two instances of the lock opened on a server of the test's
+// own, as two processes would have them, within timeout.
+func forEveryLockTwice(t *testing.T, timeout time.Duration, f func(t *testing.T, ctx context.Context, a, b locker)) {
 	addr := startServer(t)
 	for _, im := range impls() {
 		if im.floor {
 			continue
 		}
 		t.Run(im.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			a, err := im.open(ctx, addr)
 			require.NoError(t, err)
@@ -46,40 +46,49 @@ func TestEveryLockExcludes(t *testing.T) {
 			b, err := im.open(ctx, addr)
 			require.NoError(t, err)
 			defer b.Close()
-			const key = "baton-bench-test:excludes"
-
-			unlockA, err := a.Lock(ctx, key)
-			require.NoError(t, err)
-			type result struct {
-				unlock func(context.Context) error
-				err    error
-			}
-			got := make(chan result, 1)
-			go func() {
-				u, err := b.Lock(ctx, key)
-				got <- result{u, err}
-			}()
-			select {
-			case r := <-got:
-				if r.err == nil {
-					_ = r.unlock(ctx)
-				}
-				t.Fatalf("b's Lock returned while a held the key (error %v)", r.err)
-			case <-time.After(300 * time.Millisecond):
-			}
-			require.NoError(t, unlockA(ctx))
-			// Every lock here wakes its waiter within 250ms of a release
-			// (redsync's longest retry delay); 5s leaves room for a slow
-			// machine.
-			select {
-			case r := <-got:
-				require.NoError(t, r.err, "b did not get the key a released")
-				require.NoError(t, r.unlock(ctx))
-			case <-time.After(5 * time.Second):
-				t.Fatal("b did not get the key within 5s of its release")
-			}
+			f(t, ctx, a, b)
 		})
 	}
+}
+
+// TestEveryLockExcludes opens every lock twice, as two processes would,
+// and checks that while one holds a key the other's Lock waits, and
+// returns once the key is released.
+func TestEveryLockExcludes(t *testing.T) {
+	forEveryLockTwice(t, 10*time.Second, func(t *testing.T, ctx context.Context, a, b locker) {
+		const key = "baton-bench-test:excludes"
+
+		unlockA, err := a.Lock(ctx, key)
+		require.NoError(t, err)
+		type result struct {
+			unlock func(context.Context) error
+			err    error
+		}
+		got := make(chan result, 1)
+		go func() {
+			u, err := b.Lock(ctx, key)
+			got <- result{u, err}
+		}()
+		select {
+		case r := <-got:
+			if r.err == nil {
+				_ = r.unlock(ctx)
+			}
+			t.Fatalf("b's Lock returned while a held the key (error %v)", r.err)
+		case <-time.After(300 * time.Millisecond):
+		}
+		require.NoError(t, unlockA(ctx))
+		// Every lock here wakes its waiter within 250ms of a release
+		// (redsync's longest retry delay); 5s leaves room for a slow
+		// machine.
+		select {
+		case r := <-got:
+			require.NoError(t, r.err, "b did not get the key a released")
+			require.NoError(t, r.unlock(ctx))
+		case <-time.After(5 * time.Second):
+			t.Fatal("b did not get the key within 5s of its release")
+		}
+	})
 }
 
 // TestOneTinyRun runs the whole command for one round of a few
@@ -326,7 +335,7 @@ func TestRemoteWaiterTrials(t *testing.T) {
 		}
 	}
 	var out bytes.Buffer
-	names := groupNames(groups)
+	names := namesOf(groups)
 	base := baselineIndex(names)
 	require.NoError(t, writeWaiterTable(&out, names, trials, base))
 	require.Contains(t, out.String(), "| "+baseline+" | ")
@@ -338,32 +347,18 @@ func TestRemoteWaiterTrials(t *testing.T) {
 // context ends), until its unlock; and a Lock on a key held elsewhere
 // is reported stalled after stallGrace.
 func TestLockWithinHoldsUntilUnlock(t *testing.T) {
-	addr := startServer(t)
-	for _, im := range impls() {
-		if im.floor {
-			continue
-		}
-		t.Run(im.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			a, err := im.open(ctx, addr)
-			require.NoError(t, err)
-			defer a.Close()
-			b, err := im.open(ctx, addr)
-			require.NoError(t, err)
-			defer b.Close()
-			const key = "baton-bench-test:within"
+	forEveryLockTwice(t, 20*time.Second, func(t *testing.T, ctx context.Context, a, b locker) {
+		const key = "baton-bench-test:within"
 
-			unlock, stalled, err := lockWithin(ctx, a, key)
-			require.NoError(t, err)
-			require.False(t, stalled)
-			time.Sleep(100 * time.Millisecond)
-			_, stalled, err = lockWithin(ctx, b, key)
-			require.NoError(t, err)
-			require.True(t, stalled, "b took the key a holds")
-			require.NoError(t, unlock(ctx))
-		})
-	}
+		unlock, stalled, err := lockWithin(ctx, a, key)
+		require.NoError(t, err)
+		require.False(t, stalled)
+		time.Sleep(100 * time.Millisecond)
+		_, stalled, err = lockWithin(ctx, b, key)
+		require.NoError(t, err)
+		require.True(t, stalled, "b took the key a holds")
+		require.NoError(t, unlock(ctx))
+	})
 }
 
 func TestQuantileAndCounts(t *testing.T) {

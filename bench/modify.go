@@ -80,6 +80,8 @@ type modifyRow struct {
 	key  string
 }
 
+func (r modifyRow) label() string { return r.name }
+
 // openModifiers opens a row per implementation of all, and after each of
 // baton's a row with its manager. On error it closes those it opened.
 func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []modifyRow, err error) {
@@ -148,16 +150,7 @@ func closeModifiers(rows []modifyRow) error {
 // runModify is scenario 1's second table: ops read-modify-writes back to
 // back per row per round, interleaved. It returns samples[round][row].
 func runModify(ctx context.Context, rows []modifyRow, admin *redis.Client, rounds, ops int, progress io.Writer) ([][]sample, error) {
-	return interleave(ctx, "read-modify-write", modifyNames(rows), rounds, progress, func(ctx context.Context, i int) (sample, error) {
+	return interleave(ctx, "read-modify-write", namesOf(rows), rounds, progress, func(ctx context.Context, i int) (sample, error) {
 		return measureOps(ctx, admin, ops, func(ctx context.Context) error { return rows[i].m.Modify(ctx, rows[i].key) })
 	})
-}
-
-// modifyNames returns the rows' names, in order.
-func modifyNames(rows []modifyRow) []string {
-	names := make([]string, len(rows))
-	for i, r := range rows {
-		names[i] = r.name
-	}
-	return names
 }

@@ -69,7 +69,7 @@ func runOnServer(ctx context.Context, c config, s serverSpec, all []impl, prefix
 
 // runSingles runs scenarios 1 and 2, those s selects, on insts.
 func runSingles(ctx context.Context, c config, s serverSpec, addr, prefix string, insts []instance, p *plotSet, stdout, stderr io.Writer) error {
-	names, floor := instanceNames(insts), -1
+	names, floor := namesOf(insts), -1
 	base := baselineIndex(names)
 	for i, in := range insts {
 		if in.floor {
@@ -136,7 +136,7 @@ func runModifyScenario(ctx context.Context, c config, addr, prefix string, insts
 	if err != nil {
 		return err
 	}
-	names := modifyNames(rows)
+	names := namesOf(rows)
 	base := baselineIndex(names)
 	p.uncontended("modify", "Uncontended read-modify-write latency", names, samples)
 	return writeUncontendedTable(stdout, modifyIntro, summarize(names, samples, base), c.rounds, c.ops)
@@ -159,7 +159,7 @@ func runHandoffScenario(ctx context.Context, c config, s serverSpec, addr, prefi
 	if err != nil {
 		return err
 	}
-	names := groupNames(groups)
+	names := namesOf(groups)
 	base := baselineIndex(names)
 	fmt.Fprintf(stdout, `
 ### Hand-off
@@ -203,7 +203,7 @@ func runWaiterScenario(ctx context.Context, c config, groups []lockerGroup, p *p
 	if err != nil {
 		return err
 	}
-	names := groupNames(groups)
+	names := namesOf(groups)
 	base := baselineIndex(names)
 	fmt.Fprintf(stdout, `
 ### The remote waiter

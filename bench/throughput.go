@@ -31,7 +31,7 @@ const stallGrace = 2 * time.Second
 // is one connection and no client, gets a bare connection per goroutine.
 // Rounds are interleaved. It returns samples[round][instance].
 func runThroughput(ctx context.Context, insts []instance, rounds int, d time.Duration, progress io.Writer) ([][]figures, error) {
-	return interleave(ctx, "throughput", instanceNames(insts), rounds, progress, func(ctx context.Context, i int) (figures, error) {
+	return interleave(ctx, "throughput", namesOf(insts), rounds, progress, func(ctx context.Context, i int) (figures, error) {
 		return measureThroughput(ctx, insts[i], d)
 	})
 }

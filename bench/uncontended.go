@@ -36,7 +36,7 @@ type sample struct {
 // else wants, ops times per implementation per round, interleaved. It
 // returns samples[round][instance].
 func runUncontended(ctx context.Context, insts []instance, admin *redis.Client, rounds, ops int, progress io.Writer) ([][]sample, error) {
-	return interleave(ctx, "uncontended", instanceNames(insts), rounds, progress, func(ctx context.Context, i int) (sample, error) {
+	return interleave(ctx, "uncontended", namesOf(insts), rounds, progress, func(ctx context.Context, i int) (sample, error) {
 		return measureOps(ctx, admin, ops, func(ctx context.Context) error { return lockUnlock(ctx, insts[i].l, insts[i].key) })
 	})
 }

@@ -43,7 +43,7 @@ type waiterTrial struct {
 // waiter has had it or passOverLimit times. Trials are interleaved as
 // rounds are. It returns out[trial][group].
 func runWaiter(ctx context.Context, groups []lockerGroup, trials int, progress io.Writer) ([][]waiterTrial, error) {
-	names := groupNames(groups)
+	names := namesOf(groups)
 	return interleave(ctx, "remote waiter", names, trials, progress, func(ctx context.Context, i int) (waiterTrial, error) {
 		return waiterTrialOnce(ctx, groups[i])
 	})
