@@ -20,6 +20,8 @@ type lockerGroup struct {
 	counter string // a key of the group's own for the scenario's writes
 }
 
+func (g lockerGroup) close() error { return closeLockers(g.lockers) }
+
 // openGroups opens n instances of every implementation but the floor,
 // which is not a lock, and warms each up. tag tells the scenarios' keys
 // apart. On error it closes those it opened.
@@ -27,7 +29,7 @@ func openGroups(ctx context.Context, addr, prefix, tag string, n int, all []impl
 	var out []lockerGroup
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, closeGroups(out))
+			err = errors.Join(err, closeEach(out))
 		}
 	}()
 	for i, im := range all {
@@ -53,17 +55,6 @@ func openGroups(ctx context.Context, addr, prefix, tag string, n int, all []impl
 		out = append(out, g)
 	}
 	return out, nil
-}
-
-// closeGroups closes every locker of groups.
-func closeGroups(groups []lockerGroup) error {
-	var errs []error
-	for _, g := range groups {
-		if err := closeLockers(g.lockers); err != nil {
-			errs = append(errs, fmt.Errorf("%s: closing: %w", g.name, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // baselineIndex returns the baseline's index in names, or -1, for no

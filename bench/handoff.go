@@ -101,11 +101,7 @@ func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, 
 // INFOs and the holds' INCRs.
 func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d time.Duration, waits *valueLog) (handoffRound, error) {
 	runtime.GC()
-	before, err := readCmdstats(ctx, admin)
-	if err != nil {
-		return handoffRound{}, err
-	}
-	threadedBefore, err := threadedWrites(ctx, admin)
+	before, err := readServer(ctx, admin)
 	if err != nil {
 		return handoffRound{}, err
 	}
@@ -136,15 +132,11 @@ func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d t
 	if err := errors.Join(errs...); err != nil {
 		return handoffRound{}, err
 	}
-	after, err := readCmdstats(ctx, admin)
+	after, err := readServer(ctx, admin)
 	if err != nil {
 		return handoffRound{}, err
 	}
-	threadedAfter, err := threadedWrites(ctx, admin)
-	if err != nil {
-		return handoffRound{}, err
-	}
-	delta, err := cmdstats.Delta(before, after)
+	server, err := after.since(before)
 	if err != nil {
 		return handoffRound{}, err
 	}
@@ -160,7 +152,7 @@ func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d t
 	if total == 0 {
 		return handoffRound{}, errors.New("no locker acquired the lock")
 	}
-	cmds := delta.Without("info", "incr")
+	cmds := server.cmds.Without("incr")
 	hs, ws := h.handoffs.Summary(), h.waits.Summary()
 	f := figures{
 		float64(total) / d.Seconds(),
@@ -169,7 +161,7 @@ func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d t
 		float64(ws.P99), float64(ws.Max),
 		jain(h.counts),
 		float64(cmds.Calls()) / float64(total),
-		float64(threadedAfter-threadedBefore) / float64(total),
+		float64(server.threaded) / float64(total),
 	}
 	return handoffRound{f: f, cmds: cmds, acquisitions: total}, nil
 }
@@ -237,37 +229,10 @@ func (h *handoffRun) holdLoop(ctx, rctx context.Context, k int, l locker) error 
 	return nil
 }
 
-// threadedWrites reads INFO stats' io_threaded_writes_processed through
-// c: the replies the server's I/O threads wrote, which it starts doing
-// when, in one pass of its event loop, twice as many clients as it has
-// I/O threads have replies to write. 0 without I/O threads, or on a
-// server that does not say.
-func threadedWrites(ctx context.Context, c *redis.Client) (int64, error) {
-	info, err := c.Info(ctx, "stats").Result()
-	if err != nil {
-		return 0, fmt.Errorf("INFO stats: %w", err)
-	}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "io_threaded_writes_processed:"); ok {
-			return strconv.ParseInt(v, 10, 64)
-		}
-	}
-	return 0, nil
-}
-
 // recordWait records a Lock's wait for the table and for the plots.
 func (h *handoffRun) recordWait(d time.Duration) {
 	h.waits.Record(d)
 	h.allWaits.Add(d)
-}
-
-// readCmdstats reads INFO commandstats through c.
-func readCmdstats(ctx context.Context, c *redis.Client) (cmdstats.Stats, error) {
-	info, err := c.Info(ctx, "commandstats").Result()
-	if err != nil {
-		return nil, fmt.Errorf("INFO commandstats: %w", err)
-	}
-	return cmdstats.Parse(info)
 }
 
 // jain is Jain's fairness index of counts: (Σx)² / (n·Σx²), 1 when all

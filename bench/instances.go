@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strconv"
 )
@@ -16,6 +15,8 @@ type instance struct {
 	addr string // the server's, for scenarios that open more instances
 }
 
+func (in instance) close() error { return in.l.Close() }
+
 // warmupOps is how many Lock+Unlock each instance does, unmeasured, after
 // it opens: connections are dialled, scripts loaded and the code paths
 // warm before the first round.
@@ -27,7 +28,7 @@ func openAll(ctx context.Context, addr, prefix string, all []impl) (_ []instance
 	var out []instance
 	defer func() {
 		if err != nil {
-			_ = closeAll(out)
+			_ = closeEach(out)
 		}
 	}()
 	for i, im := range all {
@@ -44,17 +45,6 @@ func openAll(ctx context.Context, addr, prefix string, all []impl) (_ []instance
 		}
 	}
 	return out, nil
-}
-
-// closeAll closes every instance and returns their errors joined.
-func closeAll(insts []instance) error {
-	var errs []error
-	for _, in := range insts {
-		if err := in.l.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: closing: %w", in.name, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // lockUnlock takes key and releases it.

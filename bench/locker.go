@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -93,4 +94,19 @@ func namesOf[T interface{ label() string }](xs []T) []string {
 		names[i] = x.label()
 	}
 	return names
+}
+
+// closeEach closes every one of xs and returns their errors joined, each
+// with the name of what failed to close.
+func closeEach[T interface {
+	label() string
+	close() error
+}](xs []T) error {
+	var errs []error
+	for _, x := range xs {
+		if err := x.close(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: closing: %w", x.label(), err))
+		}
+	}
+	return errors.Join(errs...)
 }

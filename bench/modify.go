@@ -81,6 +81,7 @@ type modifyRow struct {
 }
 
 func (r modifyRow) label() string { return r.name }
+func (r modifyRow) close() error  { return r.m.Close() }
 
 // openModifiers opens a row per implementation of all, and after each of
 // baton's a row with its manager. On error it closes those it opened.
@@ -88,7 +89,7 @@ func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []mo
 	var out []modifyRow
 	defer func() {
 		if err != nil {
-			err = errors.Join(err, closeModifiers(out))
+			err = errors.Join(err, closeEach(out))
 		}
 	}()
 	add := func(name string, m modifier) error {
@@ -134,17 +135,6 @@ func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []mo
 		}
 	}
 	return out, nil
-}
-
-// closeModifiers closes every row's modifier.
-func closeModifiers(rows []modifyRow) error {
-	var errs []error
-	for _, r := range rows {
-		if err := r.m.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("%s: closing: %w", r.name, err))
-		}
-	}
-	return errors.Join(errs...)
 }
 
 // runModify is scenario 1's second table: ops read-modify-writes back to

@@ -39,7 +39,7 @@ func runOnServer(ctx context.Context, c config, s serverSpec, all []impl, prefix
 			return err
 		}
 		err = runSingles(ctx, c, s, addr, prefix, insts, &p, stdout, stderr)
-		if cerr := closeAll(insts); err == nil {
+		if cerr := closeEach(insts); err == nil {
 			err = cerr
 		}
 		if err != nil {
@@ -57,7 +57,7 @@ func runOnServer(ctx context.Context, c config, s serverSpec, all []impl, prefix
 			return err
 		}
 		err = runWaiterScenario(ctx, c, groups, &p, stdout, stderr)
-		if cerr := closeGroups(groups); err == nil {
+		if cerr := closeEach(groups); err == nil {
 			err = cerr
 		}
 		if err != nil {
@@ -131,7 +131,7 @@ func runModifyScenario(ctx context.Context, c config, addr, prefix string, insts
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, closeModifiers(rows)) }()
+	defer func() { err = errors.Join(err, closeEach(rows)) }()
 	samples, err := runModify(ctx, rows, admin, c.rounds, c.ops, stderr)
 	if err != nil {
 		return err
@@ -149,7 +149,7 @@ func runHandoffScenario(ctx context.Context, c config, s serverSpec, addr, prefi
 	if err != nil {
 		return err
 	}
-	defer func() { err = errors.Join(err, closeGroups(groups)) }()
+	defer func() { err = errors.Join(err, closeEach(groups)) }()
 	admin, err := newGoRedis(ctx, addr)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -94,21 +95,8 @@ func serverInfo(ctx context.Context, addr string) (version string, pid int, err 
 	if err != nil {
 		return "", 0, err
 	}
-	name := "redis"
-	for _, line := range strings.Split(info, "\r\n") {
-		k, v, _ := strings.Cut(line, ":")
-		switch k {
-		case "server_name":
-			name = v
-		case "valkey_version":
-			version = v
-		case "redis_version":
-			if version == "" {
-				version = v
-			}
-		case "process_id":
-			pid, _ = strconv.Atoi(v)
-		}
-	}
+	fields := infoFields(info)
+	name, version := cmp.Or(fields["server_name"], "redis"), cmp.Or(fields["valkey_version"], fields["redis_version"])
+	pid, _ = strconv.Atoi(fields["process_id"])
 	return name + " " + version, pid, nil
 }

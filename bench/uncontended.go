@@ -2,16 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"runtime"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/batonlock/baton/internal/cmdstats"
 	"github.com/batonlock/baton/internal/latency"
 )
 
@@ -42,13 +38,9 @@ func runUncontended(ctx context.Context, insts []instance, admin *redis.Client, 
 }
 
 // measureOps runs op ops times, back to back, and times each. It reads
-// the server's command counts through admin before and after.
+// the server's work through admin before and after.
 func measureOps(ctx context.Context, admin *redis.Client, ops int, op func(context.Context) error) (sample, error) {
-	cmdsBefore, err := readCmdstats(ctx, admin)
-	if err != nil {
-		return sample{}, err
-	}
-	serverBefore, err := serverCPU(ctx, admin)
+	serverBefore, err := readServer(ctx, admin)
 	if err != nil {
 		return sample{}, err
 	}
@@ -73,48 +65,17 @@ func measureOps(ctx context.Context, admin *redis.Client, ops int, op func(conte
 	if err != nil {
 		return sample{}, err
 	}
-	serverAfter, err := serverCPU(ctx, admin)
+	serverAfter, err := readServer(ctx, admin)
 	if err != nil {
 		return sample{}, err
 	}
-	cmdsAfter, err := readCmdstats(ctx, admin)
-	if err != nil {
-		return sample{}, err
-	}
-	cmds, err := cmdstats.Delta(cmdsBefore, cmdsAfter)
+	server, err := serverAfter.since(serverBefore)
 	if err != nil {
 		return sample{}, err
 	}
 	return sample{
 		lat: rec.Summary(), cpuPerOp: (after - before) / time.Duration(ops), all: all,
-		cmdsPerOp:      float64(cmds.Without("info").Calls()) / float64(ops),
-		serverCPUPerOp: (serverAfter - serverBefore) / time.Duration(ops),
+		cmdsPerOp:      float64(server.cmds.Calls()) / float64(ops),
+		serverCPUPerOp: server.cpu / time.Duration(ops),
 	}, nil
-}
-
-// serverCPU reads the server process's CPU time, user and system, from
-// INFO cpu through c.
-func serverCPU(ctx context.Context, c *redis.Client) (time.Duration, error) {
-	info, err := c.Info(ctx, "cpu").Result()
-	if err != nil {
-		return 0, fmt.Errorf("INFO cpu: %w", err)
-	}
-	var total time.Duration
-	found := 0
-	for line := range strings.SplitSeq(info, "\r\n") {
-		k, v, _ := strings.Cut(line, ":")
-		if k != "used_cpu_sys" && k != "used_cpu_user" {
-			continue
-		}
-		secs, err := strconv.ParseFloat(v, 64)
-		if err != nil {
-			return 0, fmt.Errorf("INFO cpu: %s: %w", k, err)
-		}
-		total += time.Duration(secs * float64(time.Second))
-		found++
-	}
-	if found != 2 {
-		return 0, fmt.Errorf("INFO cpu: want used_cpu_sys and used_cpu_user, got %d of them", found)
-	}
-	return total, nil
 }
