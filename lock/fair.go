@@ -109,8 +109,9 @@ func (c *claim) listenFair(ctx context.Context) (*fairListener, error) {
 // fairAttempt runs the fair acquire script once, with cmds in the same
 // write: it takes the lock if it is free and nobody is queued, confirms an
 // offer made to the caller, and otherwise queues the caller, or renews its
-// place, when fl (where hand-offs reach it) is given. When not acquired it also returns the last
-// fencing token handed out; queuedAfter is recorded on a lease it grants.
+// place, when fl (where hand-offs reach it) is given. When not acquired it
+// also returns the last fencing token handed out; queuedAfter is recorded
+// on a lease it grants.
 func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]string, queuedAfter uint64) (*Lease, uint64, []resp.Value, error) {
 	l := c.l
 	queueArg, id, channel := "0", "0", ""
