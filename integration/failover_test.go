@@ -139,7 +139,7 @@ type failoverFigures struct {
 	lastNotOK     time.Duration  // and of the last one
 	backAfter     time.Duration  // after the kill, the return of the first call on its tokens made once it was gone that succeeded; -1 for none
 	okAfterRejoin int            // calls on its tokens made after it was back that succeeded
-	refused       int            // calls refused for want of a replica's acknowledgement (lock.ErrReplicaAck)
+	refused       int            // acquires refused for want of a replica's acknowledgement (lock.ErrNotAcquired)
 	lost          int            // increments the final counts lack
 	lostTokens    int            // tokens whose count lacks increments
 	extra         int            // increments the final counts have beyond the uncertain calls
@@ -223,7 +223,7 @@ func (f failoverFigures) String() string {
 	if f.backAfter >= 0 {
 		s += fmt.Sprintf("; the first call on the killed primary's tokens made once it was gone to succeed returned %v after the kill", ms(f.backAfter))
 	}
-	return s + fmt.Sprintf("; %d made after its return succeeded; %d refused for want of a replica's acknowledgement", f.okAfterRejoin, f.refused)
+	return s + fmt.Sprintf("; %d made after its return succeeded; %d acquires refused for want of a replica's acknowledgement", f.okAfterRejoin, f.refused)
 }
 
 // commonErrors lists the n errors most calls returned, with their counts.

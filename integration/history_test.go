@@ -30,7 +30,9 @@ type event struct {
 	Fence uint64 `json:"fence,omitempty"`
 	// Err is the error a call returned (kindDone), for the log.
 	Err string `json:"err,omitempty"`
-	// Ack marks a call whose error matched lock.ErrReplicaAck (kindDone).
+	// Ack marks a call whose acquire was refused (kindDone): its error
+	// matched lock.ErrNotAcquired, which a Lock or a Modify returns only
+	// when WithReplicaAck's replicas did not acknowledge the acquire.
 	Ack bool `json:"ack,omitempty"`
 	// Lock marks the end of a Lock with its Unlock, not of a Modify
 	// (kindDone).
@@ -173,7 +175,7 @@ type callEnd struct {
 	call, ret int64
 	outcome   string
 	err       string // the error it returned, for the log
-	ack       bool   // its error matched lock.ErrReplicaAck
+	ack       bool   // its acquire was refused for want of replicas (lock.ErrNotAcquired)
 	lock      bool   // a Lock with its Unlock, not a Modify
 }
 

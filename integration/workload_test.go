@@ -109,7 +109,7 @@ func (in *instance) modifyOnce(m mix, rec *recorder, token string) {
 		c.N++
 		return nil
 	})
-	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err), Err: errText(err), Ack: errors.Is(err, lock.ErrReplicaAck)})
+	rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcome(err), Err: errText(err), Ack: errors.Is(err, lock.ErrNotAcquired)})
 }
 
 func errText(err error) string {
@@ -127,7 +127,7 @@ func (in *instance) lockOnce(m mix, rec *recorder, token string) {
 	defer recordPanic(rec, id, token, true)
 	lease, err := in.locker.Lock(ctx, token)
 	if err != nil {
-		rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcomeFailed, Err: errText(err), Ack: errors.Is(err, lock.ErrReplicaAck), Lock: true})
+		rec.add(event{Kind: kindDone, Op: id, Token: token, Outcome: outcomeFailed, Err: errText(err), Ack: errors.Is(err, lock.ErrNotAcquired), Lock: true})
 		return
 	}
 	rec.add(event{Kind: kindLeased, Op: id, Token: token, Fence: lease.Token()})

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"time"
 
@@ -72,7 +73,7 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 		ls, _, _, err = c.tryFast(ctx, false, nil)
 	}
 	if ls == nil && err == nil {
-		return nil, c.errorf("try", ErrNotAcquired)
+		return nil, c.errorf("try", fmt.Errorf("%w: held by another owner", ErrNotAcquired))
 	}
 	return ls, err
 }
@@ -304,10 +305,11 @@ func (c *claim) awaitFast(ctx context.Context, s sentAttempt) (*Lease, time.Dura
 
 // unacknowledged undoes an acquire whose WAIT counted too few replicas
 // (WithReplicaAck): the lock is the lease's on the primary, but a
-// failover could lose it. It returns the acquire's error.
+// failover could lose it. It returns the acquire's error, which matches
+// ErrNotAcquired.
 func (c *claim) unacknowledged(ctx context.Context, ls *Lease, short error) error {
 	_ = ls.unlock(ctx, nil)
-	return c.errorf("acquire", short)
+	return c.errorf("acquire", fmt.Errorf("%w: %w", ErrNotAcquired, short))
 }
 
 // acquiredFast reads the acquire script's reply to an attempt sent at

@@ -113,7 +113,7 @@
 //     with the TTL the server got (TTLs are sent rounded up to the
 //     millisecond). This rests on the client's and the server's clocks
 //     running at the same rate, and on the server not evicting keys: Open
-//     refuses an evicting maxmemory-policy (WithEvictionAllowed). A
+//     refuses an evicting maxmemory-policy (New leaves it to its caller). A
 //     restart without persistence, or a failover to a replica that had not
 //     received the lock, loses every lock: a second owner can then acquire
 //     while the first lease is open. Fencing tokens are the defence.

@@ -9,8 +9,9 @@ import (
 
 var (
 	// ErrNotAcquired is returned by TryLock when another owner holds the
-	// lock.
-	ErrNotAcquired = errors.New("lock: not acquired, held by another owner")
+	// lock, and by Lock and TryLock when WithReplicaAck's replicas did not
+	// acknowledge the acquire, which was then undone.
+	ErrNotAcquired = errors.New("lock: not acquired")
 
 	// ErrNotHeld is returned when the lease no longer owns the lock: it
 	// was released already, or it expired, or another owner has it since.

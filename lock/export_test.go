@@ -67,6 +67,12 @@ func WithKeyspaceEventsConfigured() Option {
 	return Option(lockconf.WithSubscriberOptions(subscriber.WithKeyspaceEventsConfigured()))
 }
 
+// ErrReplicaAck is in the error of a call too few replicas acknowledged.
+var ErrReplicaAck = errReplicaAck
+
+// WithEvictionAllowed lets Open proceed on an evicting server.
+func WithEvictionAllowed() Option { return Option(lockconf.WithEvictionAllowed()) }
+
 // WithPlainChannels makes a cluster Locker use PUBLISH, as on nodes
 // without SPUBLISH.
 func WithPlainChannels() Option { return Option(lockconf.WithPlainChannels()) }

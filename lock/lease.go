@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockstate"
 )
 
@@ -192,7 +193,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if short != nil {
 		// The deadline stays where it was: a failover could bring back
 		// the lock as it was before the extension.
-		return c.errorf("extend", short)
+		return c.errorf("extend", &conn.UncertainError{Cause: short})
 	}
 	if !ls.extendTo(start, ttl) {
 		return c.errorf("extend", ErrNotHeld)

@@ -65,9 +65,12 @@ type Locker struct {
 // whose key's slot moves listens on the new node from its next attempt.
 //
 // Where the server allows CONFIG GET, Open refuses a maxmemory-policy that
-// may evict keys (an error matching ErrInvalid that names the setting),
-// unless WithEvictionAllowed is given: an evicted lock is a lock held
-// twice. Where CONFIG is refused, it is the operator's to make sure the
+// may evict keys (an error matching ErrInvalid that names the setting):
+// a server can evict a held lock to make room for other data, and a
+// second owner then acquires it while the first lease is open. Set the
+// policy to noeviction; a caller who accepts the risk on a single server
+// makes the Locker with New, which makes no such check. Where CONFIG is
+// refused, it is the operator's to make sure the
 // policy is noeviction; and in fast mode, that keyspace events are on:
 // then make the subscriber with subscriber.WithKeyspaceEventsConfigured
 // and pass it to New (on a cluster, use fair mode).
@@ -141,7 +144,7 @@ func checkEviction(ctx context.Context, client commander) error {
 		return nil
 	}
 	return fmt.Errorf("%w: the server's maxmemory-policy is %q, which may evict a held lock and let a second owner take it; "+
-		"set maxmemory-policy noeviction, or accept the risk with lock.WithEvictionAllowed", ErrInvalid, v.Elems[1].Str)
+		"set maxmemory-policy noeviction, or accept the risk by making the Locker with lock.New", ErrInvalid, v.Elems[1].Str)
 }
 
 // New returns a Locker on a client and subscriber the caller made and

@@ -57,13 +57,6 @@ func WithAutoExtend() Option { return func(o *lockconf.Options) { o.AutoExtend =
 // prefix's slot, on one node. Default: "baton:".
 func WithKeyPrefix(p string) Option { return func(o *lockconf.Options) { o.Prefix = p } }
 
-// WithEvictionAllowed lets Open proceed on a server whose maxmemory-policy
-// may evict keys. Such a server can evict a held lock to make room for
-// other data, and then a second owner acquires it while the first lease
-// is still open: mutual exclusion is lost, silently. Open refuses an
-// evicting policy unless this option is given. Default: refused.
-func WithEvictionAllowed() Option { return func(o *lockconf.Options) { o.EvictionAllowed = true } }
-
 // WithConnOptions passes options to the connections Open makes: the command
 // connection and the subscriber's. They come after Open's one default,
 // conn.WithReadTimeout(5s), which breaks a connection whose server stays

@@ -11,13 +11,12 @@ import (
 	"github.com/batonlock/baton/resp"
 )
 
-// ErrReplicaAck is matched by the error of a call whose write fewer
-// replicas acknowledged, within the timeout, than WithReplicaAck asks for.
-// An acquire that gets it has been undone; an extension has not moved the
-// lease's deadline; a write-back (package manager's) is also a
-// conn.UncertainError, since it landed on the primary and a failover may
-// or may not keep it.
-var ErrReplicaAck = errors.New("lock: too few replicas acknowledged the write")
+// errReplicaAck is in the error of a call whose write fewer replicas
+// acknowledged, within the timeout, than WithReplicaAck asks for. Callers
+// match what the outcome means instead: ErrNotAcquired for an acquire,
+// which was undone, and conn.UncertainError for an extension or a
+// write-back, which landed on the primary.
+var errReplicaAck = errors.New("lock: too few replicas acknowledged the write")
 
 // WithReplicaAck makes every acquire, extension and write-back wait until
 // n replicas of the lock's primary have acknowledged it, for at most
@@ -26,9 +25,13 @@ var ErrReplicaAck = errors.New("lock: too few replicas acknowledged the write")
 // right after granting a lock can be replaced by a replica that never
 // heard of it, and a second owner then acquires a lock the first still
 // holds. With it, a lock that was granted is on n replicas, and a failover
-// to one of them keeps it. Fewer acknowledgements than n fail the call
-// with ErrReplicaAck, and an acquire is undone. The releases do not wait:
-// a release lost in a failover leaves a lock that its TTL frees.
+// to one of them keeps it. Fewer acknowledgements than n fail the call:
+// an acquire with an error matching ErrNotAcquired, after undoing it; an
+// extension with a conn.UncertainError, the lease's deadline left where
+// it was; a write-back (package manager's) with a conn.UncertainError.
+// The last two landed on the primary, and a failover may or may not keep
+// them. The releases do not wait: a release lost in a failover leaves a
+// lock that its TTL frees.
 //
 // What it does not buy: WAIT is not consensus. A failover may promote a
 // replica that had not acknowledged (with n below the number of
@@ -72,7 +75,7 @@ func waitCommand(o lockconf.Options) []string {
 }
 
 // runAcked is runWith with the Locker's WAIT, if any, after the other
-// commands, in the same write. short is an error matching ErrReplicaAck
+// commands, in the same write. short is an error matching errReplicaAck
 // when the WAIT counted fewer replicas than asked (or failed); the
 // script's reply still says what the script did.
 func (l *Locker) runAcked(ctx context.Context, c commander, s script, ping bool, keys, args []string, after [][]string) (v resp.Value, rest []resp.Value, short, err error) {
@@ -95,16 +98,16 @@ func (l *Locker) runAcked(ctx context.Context, c commander, s script, ping bool,
 }
 
 // acknowledged reads WAIT's reply: nil if it counted enough replicas, else
-// an error matching ErrReplicaAck that says how many did.
+// an error matching errReplicaAck that says how many did.
 func (l *Locker) acknowledged(v resp.Value) error {
 	if err := v.Err(); err != nil {
-		return fmt.Errorf("%w: WAIT: %w", ErrReplicaAck, err)
+		return fmt.Errorf("%w: WAIT: %w", errReplicaAck, err)
 	}
 	if v.Type != resp.Integer {
-		return fmt.Errorf("%w: WAIT: %w", ErrReplicaAck, errBadReply)
+		return fmt.Errorf("%w: WAIT: %w", errReplicaAck, errBadReply)
 	}
 	if v.Int < int64(l.opts.ReplicaAcks) {
-		return fmt.Errorf("%w: %d of %d within %v", ErrReplicaAck, v.Int, l.opts.ReplicaAcks, l.opts.ReplicaAckTimeout)
+		return fmt.Errorf("%w: %d of %d within %v", errReplicaAck, v.Int, l.opts.ReplicaAcks, l.opts.ReplicaAckTimeout)
 	}
 	return nil
 }

@@ -56,10 +56,12 @@ func TestReplicaAckIsNoFreeLunchOnAServerWithoutReplicas(t *testing.T) {
 			start := time.Now()
 			_, err := l.Lock(ctx, "alone")
 			require.ErrorIs(t, err, lock.ErrReplicaAck)
+			require.ErrorIs(t, err, lock.ErrNotAcquired, "undone: not acquired")
 			require.GreaterOrEqual(t, time.Since(start), 20*time.Millisecond)
 			redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{alone}").Int == 0 }, time.Second, time.Millisecond)
 			_, err = l.TryLock(ctx, "alone")
 			require.ErrorIs(t, err, lock.ErrReplicaAck)
+			require.ErrorIs(t, err, lock.ErrNotAcquired, "undone: not acquired")
 		})
 	}
 }
@@ -134,6 +136,8 @@ func TestReplicaAckOnACluster(t *testing.T) {
 			deadline := lock.Deadline(ls)
 			err = ls.Extend(ctx, 10*time.Second)
 			require.ErrorIs(t, err, lock.ErrReplicaAck)
+			var extendUncertain *conn.UncertainError
+			require.ErrorAs(t, err, &extendUncertain, "on the primary, perhaps not after a failover")
 			require.Equal(t, deadline, lock.Deadline(ls), "an unacknowledged extension leaves the deadline")
 			_, err = lock.Commit(ctx, ls, state, true)
 			var uncertain *conn.UncertainError
@@ -143,6 +147,7 @@ func TestReplicaAckOnACluster(t *testing.T) {
 			other := keyOn(t, c, primary, "other-"+mode)
 			_, err = l.Lock(ctx, other)
 			require.ErrorIs(t, err, lock.ErrReplicaAck)
+			require.ErrorIs(t, err, lock.ErrNotAcquired)
 			redistest.Eventually(t, func() bool {
 				return c.Primary(t, cluster.Slot("baton:{"+other+"}")).Do(t, "EXISTS", "baton:{"+other+"}").Int == 0
 			}, time.Second, time.Millisecond)

@@ -103,7 +103,7 @@ var eventsConfigured = lock.Option(lockconf.WithSubscriberOptions(subscriber.Wit
 func inspect(ctx context.Context, f inspectFlags) (lock.Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
 	defer cancel()
-	opts := []lock.Option{lock.WithKeyPrefix(f.prefix), eventsConfigured, lock.WithEvictionAllowed()}
+	opts := []lock.Option{lock.WithKeyPrefix(f.prefix), eventsConfigured, lock.Option(lockconf.WithEvictionAllowed())}
 	if f.fair {
 		opts = append(opts, lock.WithFair())
 	}

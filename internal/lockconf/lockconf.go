@@ -91,6 +91,15 @@ func WithFenceRetention(d time.Duration) func(*Options) {
 	return func(o *Options) { o.FenceRetention = d }
 }
 
+// WithEvictionAllowed lets lock.Open proceed on a server whose
+// maxmemory-policy may evict keys, for the tests that need such a server
+// and for baton inspect, which only reads. Users who accept the risk make
+// the Locker with lock.New, which leaves the check to its caller. Default:
+// refused.
+func WithEvictionAllowed() func(*Options) {
+	return func(o *Options) { o.EvictionAllowed = true }
+}
+
 // WithClusterOptions passes options to the cluster client lock.Open makes
 // for a redis+cluster:// URL. Default: the cluster package's.
 func WithClusterOptions(opts ...cluster.Option) func(*Options) {
