@@ -118,9 +118,14 @@ func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]stri
 	if fl != nil {
 		queueArg, id, channel = "1", strconv.FormatUint(fl.w.ID(), 10), fl.channel
 	}
+	queuedArg := "0"
+	if c.queued {
+		queuedArg = "1"
+	}
+	c.queued = c.queued || fl != nil
 	start := time.Now()
 	v, rest, short, err := l.runAcked(ctx, c.cmd, l.scripts.fairAcquire, false, c.names.fairKeys(),
-		[]string{c.owner, l.ttlArg, id, channel, l.queueLeaseArg, queueArg, l.retentionArg, l.windowArg}, cmds)
+		[]string{c.owner, l.ttlArg, id, channel, l.queueLeaseArg, queueArg, l.retentionArg, l.windowArg, queuedArg}, cmds)
 	ls, seen, err := c.fairAcquired(start, v, err, queuedAfter)
 	if ls == nil {
 		rest = nil

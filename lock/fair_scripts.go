@@ -16,7 +16,7 @@ package lock
 // let go). In fair mode, "others want the lock" is "the queue is not
 // empty".
 
-// fairPrelude adds to tokenPrelude nowMs (the server's clock in ms) and
+// fairPrelude adds to tokenPrelude nowMs() (the server's clock in ms) and
 // promote, which offers the lock to the first live waiter: it makes it the
 // owner for the hand-off window only and publishes the waiter's ID to the
 // waiter's process channel. PUBLISH answers how many subscribers received
@@ -27,7 +27,10 @@ package lock
 // case the lock may be set to a dead waiter and the caller must set or
 // delete it.
 const fairPrelude = tokenPrelude + `
-local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
+local function nowMs()
+	local t = serverClock()
+	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
 local function promote(window)
 	while true do
 		local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
@@ -37,7 +40,7 @@ local function promote(window)
 		redis.call('HDEL', KEYS[4], head)
 		if entry then
 			local deadline, id, channel = string.match(entry, '^(%d+) (%d+) (.+)$')
-			if deadline and tonumber(deadline) >= nowMs then
+			if deadline and tonumber(deadline) >= nowMs() then
 				redis.call('SET', KEYS[1], head, 'PX', window)
 				if redis.call('PUBLISH', channel, id) > 0 then return head end
 			end
@@ -49,9 +52,14 @@ end
 // fairAcquireScript takes the lock, or confirms an offer of it to the
 // caller, or queues for it.
 // ARGV: owner, TTL ms, waiter id, channel, queue lease ms, "1" to queue or
-// "0" to only try, fence retention ms, hand-off window ms.
+// "0" to only try, fence retention ms, hand-off window ms, "1" if an
+// earlier attempt of the claim may have queued it.
 // Returns {1, token} when the caller holds the lock, else {0, PTTL, the
 // last token handed out}.
+//
+// An offer takes its waiter out of the queue, so an owner taking the lock
+// should never be queued; a claim that has queued takes itself out all the
+// same, and a first attempt, the uncontended case, saves the two commands.
 var fairAcquireScript = newScript(fairPrelude + `
 local owner = ARGV[1]
 local holder = redis.call('GET', KEYS[1])
@@ -62,12 +70,14 @@ if not holder then
 end
 if holder == owner then
 	redis.call('SET', KEYS[1], owner, 'PX', ARGV[2])
-	redis.call('ZREM', KEYS[3], owner)
-	redis.call('HDEL', KEYS[4], owner)
+	if ARGV[9] == '1' then
+		redis.call('ZREM', KEYS[3], owner)
+		redis.call('HDEL', KEYS[4], owner)
+	end
 	return {1, issue(ARGV[7])}
 end
 if ARGV[6] == '1' then
-	local entry = (nowMs + tonumber(ARGV[5])) .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]
+	local entry = (nowMs() + tonumber(ARGV[5])) .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]
 	if redis.call('HSET', KEYS[4], owner, entry) == 1 then
 		redis.call('ZADD', KEYS[3], redis.call('INCR', KEYS[5]), owner)
 		-- Tell a holder that keeps the lock between writes to let go.
@@ -80,16 +90,20 @@ end
 return {0, redis.call('PTTL', KEYS[1]), tonumber(redis.call('GET', KEYS[2])) or 0}
 `)
 
-// fairReleaseScript takes the caller out of the queue and, if it owns the
-// lock, offers the lock to the next live waiter, or deletes it when none is
-// left. It serves Unlock and a waiter that gives up: an offer that raced
-// the giving up is passed on at once.
+// fairReleaseScript, if the caller owns the lock, offers the lock to the
+// next live waiter, or deletes it when none is left; otherwise it takes the
+// caller out of the queue. It serves Unlock and a waiter that gives up: an
+// offer that raced the giving up is passed on at once. An owner is not
+// queued (the offer or acquire that made it one took it out), so an
+// Unlock's only queue command is the look at the head.
 // ARGV: owner, hand-off window ms. Returns 1 if the caller owned the lock,
 // else 0.
 var fairReleaseScript = newScript(fairPrelude + `
-redis.call('ZREM', KEYS[3], ARGV[1])
-redis.call('HDEL', KEYS[4], ARGV[1])
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then
+	redis.call('ZREM', KEYS[3], ARGV[1])
+	redis.call('HDEL', KEYS[4], ARGV[1])
+	return 0
+end
 if not promote(ARGV[2]) then redis.call('DEL', KEYS[1]) end
 return 1
 `)

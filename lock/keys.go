@@ -77,6 +77,9 @@ type claim struct {
 	// asker is "<waiter-id> <channel>" where a hand-off reaches this
 	// claim's waiter; set by a fast-mode Lock before it first asks.
 	asker string
+	// queued is set once a fair attempt may have queued the claim; only
+	// the goroutine of its Lock or TryLock uses it.
+	queued bool
 	// lease is the Lease that the claim lives in, made with it so that a
 	// claim that acquires costs no allocation more; it is given out only
 	// once acquired.

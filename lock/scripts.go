@@ -33,11 +33,19 @@ func newScript(src string) script {
 // holds these integers exactly (they stay below 2^53 until the year 2255).
 // The token is stored with the retention as its TTL and returned; a
 // garbled counter reads as 0, so issue cannot fail.
+//
+// The clock is read once per script, and only by a script that needs it
+// (serverClock): an attempt that finds the lock held costs no TIME.
 const tokenPrelude = `
-local clock = redis.call('TIME')
+local clock
+local function serverClock()
+	if not clock then clock = redis.call('TIME') end
+	return clock
+end
 local function issue(retention)
 	local token = (tonumber(redis.call('GET', KEYS[2])) or 0) + 1
-	local now = tonumber(clock[1]) * 1000000 + tonumber(clock[2])
+	local t = serverClock()
+	local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 	if now > token then token = now end
 	redis.call('SET', KEYS[2], string.format('%.0f', token), 'PX', retention)
 	return token
@@ -68,8 +76,9 @@ end
 // acquireScript takes the lock if it is free, or confirms a hand-off to
 // the caller, and then issues a fencing token. Otherwise, with ARGV[3] set,
 // it asks the holder to let go.
-// ARGV: owner, TTL ms, "1" to ask, "<waiter-id> <channel>" of the asker,
-// fence retention ms.
+// ARGV: owner, TTL ms, "1" to ask ("0" from a claim that has never asked,
+// which has no request to take back), "<waiter-id> <channel>" of the
+// asker, fence retention ms.
 // It returns the new fencing token (> 0) on success; otherwise -1 - PTTL of
 // the lock, from which the time to look again is read back, or 0 for a
 // lock without a TTL. One integer, so the reply costs no allocation.
@@ -85,7 +94,7 @@ if holder and holder ~= ARGV[1] then
 	return -1 - ttl
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-dropRequest(ARGV[1])
+if ARGV[3] == '1' then dropRequest(ARGV[1]) end
 return issue(ARGV[5])
 `)
 
