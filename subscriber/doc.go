@@ -6,11 +6,12 @@
 // channel (__keyspace@<db>__:<key>): a caller can register, retry its
 // acquire, and then wait, and never miss a release that falls in between.
 // The key's del, expired and evicted events wake that key's local waiters
-// one at a time, in arrival order. The subscription is dropped when the last
-// local waiter of the key leaves. Besides, the Subscriber holds one channel
-// per process for directed wake-ups ([Subscriber.Directed]): a message on
-// it names one waiter, and wakes only that one. At start it makes sure that
-// the server publishes the keyspace events it needs (notify-keyspace-events
+// one at a time, in arrival order. The subscription is dropped a linger
+// ([WithLinger], 1s by default) after the last local waiter of the key
+// leaves. Besides, the Subscriber holds one channel per process for
+// directed wake-ups ([Subscriber.Directed]): a message on it names one
+// waiter, and wakes only that one. At start it makes sure that the server
+// publishes the keyspace events it needs (notify-keyspace-events
 // K, g, x and e), keeping every flag already set. After the connection
 // breaks it redials with backoff, subscribes again, and wakes every waiter so
 // that each re-checks its lock.

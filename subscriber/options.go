@@ -15,6 +15,7 @@ type options struct {
 	keyspaceEvents      bool
 	keyspaceConfigured  bool
 	directedChannelRoot string
+	linger              time.Duration
 }
 
 // defaultHealthCheck is WithHealthCheck's default, and the bound on every
@@ -22,8 +23,11 @@ type options struct {
 const defaultHealthCheck = 5 * time.Second
 
 func defaultOptions() options {
-	return options{keyspaceEvents: true, directedChannelRoot: "baton:wake:", healthCheck: defaultHealthCheck}
+	return options{keyspaceEvents: true, directedChannelRoot: "baton:wake:", healthCheck: defaultHealthCheck, linger: defaultLinger}
 }
+
+// defaultLinger is WithLinger's default.
+const defaultLinger = time.Second
 
 // WithConnOptions passes options to the subscriber's connection (TLS,
 // credentials, timeouts, ...). RESP3 is always used: subscriptions are
@@ -77,4 +81,17 @@ func WithDirectedChannelPrefix(prefix string) Option {
 // connection. Default: 5s.
 func WithHealthCheck(d time.Duration) Option {
 	return func(o *options) { o.healthCheck = d }
+}
+
+// WithLinger keeps the subscription to a key's releases (Watch) for d
+// after its last local waiter leaves. A key waited on again within d needs
+// no SUBSCRIBE (nor the UNSUBSCRIBE before it): under steady contention
+// each wait would otherwise cost two commands and their round trips on the
+// subscribe connection, and a Lock on such a key can register before its
+// first attempt at no cost (see Watched). Events on a lingering channel
+// reach no waiter and are dropped. Other channels do not linger. A new connection subscribes only to channels
+// with waiters, so a reconnect ends every linger. Default: 1s; 0 drops a
+// subscription as soon as its last waiter leaves.
+func WithLinger(d time.Duration) Option {
+	return func(o *options) { o.linger = max(d, 0) }
 }

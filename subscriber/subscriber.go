@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ type Subscriber struct {
 	configureEvents bool          // turn keyspace events on at every (re)connect
 	healthCheck     time.Duration // PING after this long without a reply; 0 for never
 	replyTimeout    time.Duration // every reply on the connection is due within this
+	linger          time.Duration // see WithLinger
 
 	ctx    context.Context // ends at Close; bounds the supervisor's calls
 	cancel context.CancelFunc
@@ -65,6 +67,10 @@ type Subscriber struct {
 	directed   map[uint64]*Waiter   // guarded by mu
 	subscribed map[string]bool      // guarded by mu: channels the current connection is confirmed subscribed to
 	dirty      map[string]struct{}  // guarded by mu: channels whose subscription may need a change
+	// idleSince holds the subscribed channels that have no waiter left,
+	// and since when, until their linger (WithLinger) has passed and the
+	// supervisor marks them dirty. Guarded by mu.
+	idleSince map[string]time.Time
 	// shard holds the channels subscribed with SSUBSCRIBE rather than
 	// SUBSCRIBE (see WatchShardChannel), and whether their messages are
 	// directed to one waiter by ID (DirectedOn) rather than woken in
@@ -95,12 +101,14 @@ func New(ctx context.Context, addr string, opts ...Option) (*Subscriber, error) 
 		configureEvents: o.keyspaceEvents && !o.keyspaceConfigured,
 		healthCheck:     max(o.healthCheck, 0),
 		replyTimeout:    replyTimeout,
+		linger:          o.linger,
 		kick:            make(chan struct{}, 1),
 		done:            make(chan struct{}),
 		keys:            map[string][]*Waiter{},
 		directed:        map[uint64]*Waiter{},
 		subscribed:      map[string]bool{},
 		dirty:           map[string]struct{}{},
+		idleSince:       map[string]time.Time{},
 		shard:           map[string]shardKind{},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -165,10 +173,10 @@ func (s *Subscriber) Close() error {
 }
 
 // supervise owns the subscriptions: it applies changes for dirty keys, in
-// order, PINGs the connection when it has heard no reply for healthCheck,
-// and reconnects when the connection stops, which it does too when a reply
-// is late (see within). It waits for one reply at a time, for at most
-// replyTimeout.
+// order, ends the lingers that have run out, PINGs the connection when it
+// has heard no reply for healthCheck, and reconnects when the connection
+// stops, which it does too when a reply is late (see within). It waits for
+// one reply at a time, for at most replyTimeout.
 func (s *Subscriber) supervise(cn *conn.Conn) {
 	defer close(s.done)
 	var (
@@ -180,11 +188,18 @@ func (s *Subscriber) supervise(cn *conn.Conn) {
 		defer timer.Stop()
 		check = timer.C
 	}
+	lingers := time.NewTimer(time.Hour)
+	lingers.Stop()
+	defer lingers.Stop()
+	var lingered <-chan time.Time // nil while nothing lingers
 	for {
 		select {
 		case <-s.ctx.Done():
 			return
 		case <-s.kick:
+			s.syncDirty(cn)
+		case <-lingered:
+			s.endLingers()
 			s.syncDirty(cn)
 		case <-check:
 			// A reply since the timer was set is as good as a PONG.
@@ -199,7 +214,51 @@ func (s *Subscriber) supervise(cn *conn.Conn) {
 				return
 			}
 		}
+		lingered = s.nextLingerEnd(lingers)
 	}
+}
+
+// nextLingerEnd sets t for the first linger to run out and returns its
+// channel, or nil when nothing lingers.
+func (s *Subscriber) nextLingerEnd(t *time.Timer) <-chan time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.idleSince) == 0 {
+		return nil
+	}
+	var first time.Time
+	for _, since := range s.idleSince {
+		if first.IsZero() || since.Before(first) {
+			first = since
+		}
+	}
+	t.Reset(time.Until(first.Add(s.linger)))
+	return t.C
+}
+
+// endLingers marks dirty the channels whose linger has run out, for
+// syncDirty to unsubscribe.
+func (s *Subscriber) endLingers() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, since := range s.idleSince {
+		if time.Since(since) >= s.linger {
+			delete(s.idleSince, key)
+			s.markDirtyLocked(key)
+		}
+	}
+}
+
+// idleLocked records that key's last waiter has left: its subscription
+// lingers (WithLinger) if it is a key's keyspace channel, or is marked for
+// syncDirty to drop.
+func (s *Subscriber) idleLocked(key string) {
+	if s.linger <= 0 || !s.subscribed[key] || !strings.HasPrefix(key, s.keyspacePrefix) {
+		s.markDirtyLocked(key)
+		return
+	}
+	s.idleSince[key] = time.Now()
+	s.kickLocked() // the supervisor sets its timer for the linger
 }
 
 // ping checks that the connection still answers. A PING is allowed on a
@@ -342,6 +401,7 @@ func (s *Subscriber) commandsLocked(verbs [2]string, channels, extra []string) [
 func (s *Subscriber) reconnect() *conn.Conn {
 	s.mu.Lock()
 	clear(s.subscribed)
+	clear(s.idleSince) // the new connection subscribes to channels with waiters alone
 	s.mu.Unlock()
 	for {
 		cn, err := s.client.Conn(s.ctx) // waits out the client's backoff
@@ -431,6 +491,11 @@ func (s *Subscriber) pause(d time.Duration) {
 
 func (s *Subscriber) markDirtyLocked(key string) {
 	s.dirty[key] = struct{}{}
+	s.kickLocked()
+}
+
+// kickLocked has the supervisor look at the dirty keys and the lingers.
+func (s *Subscriber) kickLocked() {
 	select {
 	case s.kick <- struct{}{}:
 	default: // a kick is already pending

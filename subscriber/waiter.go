@@ -108,6 +108,7 @@ func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption, 
 		s.directed[w.id] = w
 	}
 	s.keys[key] = append(s.keys[key], w)
+	delete(s.idleSince, key)
 	if s.subscribed[key] {
 		w.confirmLocked(nil)
 	} else {
@@ -202,6 +203,16 @@ func (s *Subscriber) Waiting(key string) bool {
 	return len(s.keys[s.keyspacePrefix+key]) > 0
 }
 
+// Watched reports whether key's releases are heard already: the
+// connection is subscribed to its keyspace channel, for waiters or
+// lingering after them (WithLinger). A Watch of such a key is confirmed at
+// once, without a command.
+func (s *Subscriber) Watched(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.subscribed[s.keyspacePrefix+key]
+}
+
 // Directed registers a waiter woken by a message with its ID on the
 // process's channel (see Channel): the message is the ID in decimal,
 // optionally followed by a space and text that TakeMessage returns. The channel is subscribed for the
@@ -263,7 +274,7 @@ func (w *Waiter) Close() {
 	waiters := slices.DeleteFunc(s.keys[w.key], func(o *Waiter) bool { return o == w })
 	if len(waiters) == 0 {
 		delete(s.keys, w.key)
-		s.markDirtyLocked(w.key)
+		s.idleLocked(w.key)
 	} else {
 		s.keys[w.key] = waiters
 	}
