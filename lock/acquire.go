@@ -14,8 +14,9 @@ import (
 
 // Lock acquires the lock for key, waiting as long as ctx allows.
 //
-// In fast mode, with no other waiter for key in this process, it tries at
-// once. Otherwise, or if that fails, it registers for the key's release
+// In fast mode, with no other waiter for key in this process and none in
+// the last second, it tries at once. Otherwise, or if that fails, it
+// registers for the key's release
 // events, tries again (a release between the failed try and the
 // registration is not missed) asking the holder to let go, and then waits
 // for a release, a hand-off, or the holder's TTL to run out, whichever
@@ -89,9 +90,12 @@ func (l *Locker) startAcquire(ctx context.Context, key string) error {
 	return nil
 }
 
-// lockFast is Lock in fast mode.
+// lockFast is Lock in fast mode. A key this process waits for, or waited
+// for lately, is contended: there the first attempt already asks, since
+// registering costs no command while the key's releases are still heard,
+// and an attempt that does not ask would only fail first.
 func (c *claim) lockFast(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
-	if !c.l.nodes.waiting(c.names.lock) {
+	if !c.l.nodes.contended(c.names.lock) {
 		ls, _, replies, err := c.tryFast(ctx, false, cmds)
 		if ls != nil || err != nil {
 			return ls, replies, err

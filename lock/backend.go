@@ -32,9 +32,10 @@ type backend interface {
 	// attempts that the subscriber's reader sends on its current
 	// connection. ctx bounds a topology refresh, on a cluster.
 	node(ctx context.Context, key string) (*conn.Client, error)
-	// waiting reports whether this process has a waiter on key's lock
-	// (a name from keyNames). It never dials.
-	waiting(lockName string) bool
+	// contended reports whether this process has a waiter on key's lock
+	// (a name from keyNames), or still hears its releases after a recent
+	// wait (subscriber.WithLinger). It never dials.
+	contended(lockName string) bool
 	// subscriber is the Subscriber that hears key's releases, hand-offs
 	// and requests.
 	subscriber(ctx context.Context, key string) (*subscriber.Subscriber, error)
@@ -63,7 +64,9 @@ func (s single) commander(string) commander { return s.client }
 
 func (s single) node(context.Context, string) (*conn.Client, error) { return s.client, nil }
 
-func (s single) waiting(lockName string) bool { return s.sub.Waiting(lockName) }
+func (s single) contended(lockName string) bool {
+	return s.sub.Waiting(lockName) || s.sub.Watched(lockName)
+}
 
 func (s single) subscriber(context.Context, string) (*subscriber.Subscriber, error) {
 	return s.sub, nil

@@ -59,11 +59,11 @@ func (b *clustered) node(ctx context.Context, key string) (*conn.Client, error) 
 	return b.client.Node(ctx, key)
 }
 
-func (b *clustered) waiting(lockName string) bool {
+func (b *clustered) contended(lockName string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range b.subs {
-		if s.Waiting(lockName) {
+		if s.Waiting(lockName) || s.Watched(lockName) {
 			return true
 		}
 	}

@@ -24,19 +24,23 @@
 // Requests and hand-offs. A waiter that found the lock held must not be
 // passed over by a holder that releases and locks again in a tight loop,
 // and a holder that keeps the lock between pieces of work (package
-// manager's hold) must learn that others want it. So every failed attempt
-// of a waiting Lock sets the request <prefix>{key}:wanted to
-// "<owner> <waiter-id> <channel>" and publishes on that name as a channel
-// (Lease.Wanted hears it). The request is one slot, the latest asker's; it
-// stays until that waiter acquires or gives up, or its TTL ends. A release
-// (Unlock, or a write-back of package manager) that finds a request hands
-// the lock to the asker in the same script: it sets the lock to the
-// asker's owner token and publishes the waiter's ID to its process
-// channel; a held write-back does the same instead of extending. The asker's next attempt finds the
-// lock its own and confirms it. The former holder, asking again, finds the
-// lock held and waits its turn: it cannot take the lock back, whatever the
-// server's write order. Waiters that have not asked yet still race, with
-// the head start above.
+// manager's hold) must learn that others want it. So the first failed
+// attempt of a waiting Lock appends its request,
+// "<owner> <waiter-id> <channel>", to the list <prefix>{key}:wanted, and
+// the first request of an empty list is published on that name as a
+// channel (Lease.Wanted hears it). A request stays until its waiter
+// acquires, is handed the lock or gives up, or the list's TTL (the lock's,
+// from the last attempt that asked) ends. A release (Unlock, or a
+// write-back of package manager) that finds requests hands the lock to the
+// first in the same script: it takes the request off the list, sets the
+// lock to the asker's owner token and publishes the waiter's ID to its
+// process channel; a held write-back does the same instead of extending.
+// The asker's next attempt finds the lock its own and confirms it. The
+// former holder, asking again, finds the lock held and queues behind the
+// others that asked: it cannot take the lock back, whatever the server's
+// write order, and under contention each release wakes one waiter, not
+// all. Waiters that have not asked yet still race, with the head start
+// above; so does any Lock when the list has run dry.
 //
 // Hand-off windows. A lock handed to a waiter (in either mode) is set with
 // a TTL of 500ms, or the lock's TTL if shorter, until the waiter confirms:
@@ -60,7 +64,7 @@
 //
 //	<prefix>{key}          the lock: the owner's token, with the owner's TTL
 //	<prefix>{key}:fence    the last fencing token handed out
-//	<prefix>{key}:wanted   fast mode: the latest request; in both modes, the channel of requests
+//	<prefix>{key}:wanted   fast mode: the list of requests; in both modes, the channel of requests
 //	<prefix>{key}:queue    fair mode: sorted set of queued owners, scored by arrival
 //	<prefix>{key}:waiters  fair mode: hash: owner -> "<deadline-ms> <waiter-id> <channel>"
 //	<prefix>{key}:seq      fair mode: arrival counter

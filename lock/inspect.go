@@ -43,17 +43,15 @@ type Info struct {
 	// that hands it to a waiter until that waiter confirms (the hand-off
 	// window, 500ms at most), the counter still holds the previous
 	// holder's token, and the new holder's, once it confirms, is greater.
-	// In fast mode such a hand-off is recognised (the waiter's request,
-	// naming the lock's owner, stands until it confirms) and Token is 0;
-	// in fair mode nothing tells it from a holding, and Token is the
-	// previous holder's.
-	// 0 when the lock is free.
+	// Nothing tells such a hand-off from a holding, and Token is then the
+	// previous holder's. 0 when the lock is free.
 	Token uint64
 
 	// Wanted reports whether an owner other than the holder asked for the
-	// lock and waits for it. In fast mode: a request stands at
-	// <prefix>{key}:wanted (the latest asker's, until it acquires, gives up
-	// or its TTL ends) from an owner other than the holder. In fair mode:
+	// lock and waits for it. In fast mode: the first request on the list
+	// <prefix>{key}:wanted is from an owner other than the holder (a
+	// request stays until its asker acquires, is handed the lock or gives
+	// up, or the list's TTL, the lock's, ends). In fair mode:
 	// the queue is not empty. While the lock is held, the holder is asked
 	// to let go: it is what closes the holder's Lease.Wanted.
 	Wanted bool
@@ -91,7 +89,7 @@ if ARGV[1] == '1' then
 		queue[#queue + 1] = redis.call('HGET', KEYS[5], owner) or ''
 	end
 else
-	request = redis.call('GET', KEYS[3]) or ''
+	request = redis.call('LINDEX', KEYS[3], 0) or ''
 end
 return {nowMs, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1]) or '',
 	redis.call('GET', KEYS[2]) or '', request, queue}

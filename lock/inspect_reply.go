@@ -65,7 +65,6 @@ func readInfo(v resp.Value, fair bool) (Info, error) {
 		}
 		token = t
 	}
-	handingOff := false
 
 	if fair {
 		if request != "" {
@@ -85,13 +84,12 @@ func readInfo(v resp.Value, fair bool) (Info, error) {
 			if !ok {
 				return Info{}, badInfo("request %q, want \"<owner> <waiter-id> <channel>\"", request)
 			}
-			// A request naming the lock's owner is a hand-off that its
-			// waiter has not confirmed: the confirmation drops it.
-			handingOff = info.Held && asker == holder
-			info.Wanted = !handingOff
+			// A holder's own request is left from its wait: it asks
+			// nobody to let go.
+			info.Wanted = !info.Held || asker != holder
 		}
 	}
-	if info.Held && !handingOff {
+	if info.Held {
 		info.Token = token
 	}
 	return info, nil

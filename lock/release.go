@@ -59,7 +59,7 @@ func (c *claim) releaseInBackground() {
 func (c *claim) withdrawInBackground() {
 	c.l.inBackground(func(ctx context.Context) {
 		_, _ = c.l.retryUncertain(ctx, func(ctx context.Context) (resp.Value, error) {
-			return run(ctx, c.cmd, withdrawScript, false, c.names.fastKeys(), c.owner)
+			return run(ctx, c.cmd, withdrawScript, false, c.names.fastKeys(), c.owner, c.asker)
 		})
 	})
 }

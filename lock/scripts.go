@@ -54,22 +54,26 @@ end
 
 // The fast mode. KEYS: lock, fence, wanted.
 //
-// A waiter asks for the lock by setting the wanted flag to
-// "<owner> <waiter-id> <channel>" and publishing on the flag's name as a
-// channel. The flag is one slot, the latest asker's. A holder that keeps the
-// lock between writes (a commit with keep) hands the lock to the asker when
-// it finds the flag: it sets the lock to the asker's owner token with a
-// short TTL (the hand-off window) and publishes the waiter's ID to its
-// process channel; the asker's next acquire finds the lock its own and
-// confirms it with its full TTL. A PUBLISH that reaches nobody means the
-// asker's process is gone: the holder keeps the lock.
+// A waiter asks for the lock by appending its request,
+// "<owner> <waiter-id> <channel>", to the list of requests (the wanted key)
+// unless it stands there already; the first request of an empty list is
+// published on the list's name as a channel, for a holder that keeps the
+// lock between writes (Lease.Wanted). A release, or a commit that lets
+// go, hands the lock to the first request whose waiter can be told: it
+// takes the request off the list, sets the lock to the asker's owner
+// token with a short TTL (the hand-off window) and publishes the waiter's
+// ID to its process channel; the asker's next acquire finds the lock its
+// own and confirms it with its full TTL. A PUBLISH that reaches nobody
+// means the asker's process is gone, and the next request is tried. So
+// under contention every release hands the lock on, in the order the
+// waiters asked, and wakes one waiter: no waiter is passed over for ever
+// by a newer one, and no release wakes them all.
 
-// requestPrelude defines dropRequest(owner): the request at KEYS[3] goes
-// if it is owner's, whose request is answered once it acquires or gives up.
+// requestPrelude defines dropRequest(entry): the request entry leaves the
+// list at KEYS[3], once its claim acquires or gives up.
 const requestPrelude = `
-local function dropRequest(owner)
-	local asker = redis.call('GET', KEYS[3])
-	if asker and string.sub(asker, 1, #owner + 1) == owner .. ' ' then redis.call('DEL', KEYS[3]) end
+local function dropRequest(entry)
+	redis.call('LREM', KEYS[3], 1, entry)
 end
 `
 
@@ -78,7 +82,8 @@ end
 // it asks the holder to let go.
 // ARGV: owner, TTL ms, "1" to ask ("0" from a claim that has never asked,
 // which has no request to take back), "<waiter-id> <channel>" of the
-// asker, fence retention ms.
+// asker, fence retention ms. The list of requests lives a TTL after the
+// last attempt that asks, so that a request whose waiter died goes.
 // It returns the new fencing token (> 0) on success; otherwise -1 - PTTL of
 // the lock, from which the time to look again is read back, or 0 for a
 // lock without a TTL. One integer, so the reply costs no allocation.
@@ -86,45 +91,51 @@ var acquireScript = newScript(tokenPrelude + requestPrelude + `
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then
 	if ARGV[3] == '1' then
-		redis.call('SET', KEYS[3], ARGV[1] .. ' ' .. ARGV[4], 'PX', ARGV[2])
-		redis.call('PUBLISH', KEYS[3], '1')
+		local entry = ARGV[1] .. ' ' .. ARGV[4]
+		if not redis.call('LPOS', KEYS[3], entry) and redis.call('RPUSH', KEYS[3], entry) == 1 then
+			redis.call('PUBLISH', KEYS[3], '1')
+		end
+		redis.call('PEXPIRE', KEYS[3], ARGV[2])
 	end
 	local ttl = redis.call('PTTL', KEYS[1])
 	if ttl < 0 then return 0 end
 	return -1 - ttl
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
-if ARGV[3] == '1' then dropRequest(ARGV[1]) end
+-- A hand-off took the request off already.
+if ARGV[3] == '1' and holder ~= ARGV[1] then dropRequest(ARGV[1] .. ' ' .. ARGV[4]) end
 return issue(ARGV[5])
 `)
 
 // withdrawScript ends the claim of a fast waiter that gave up: it takes
-// back its request, so that a holder is not asked to let go for nobody,
-// and releases a lock handed to it meanwhile (or taken by an attempt whose
-// reply never came). ARGV: owner.
+// back its request, so that the lock is not handed to nobody, and releases
+// a lock handed to it meanwhile (or taken by an attempt whose reply never
+// came). ARGV: owner, "<waiter-id> <channel>" of its request, "" if it
+// never asked.
 var withdrawScript = newScript(requestPrelude + `
 if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-dropRequest(ARGV[1])
+if ARGV[2] ~= '' then dropRequest(ARGV[1] .. ' ' .. ARGV[2]) end
 return 1
 `)
 
-// handOffPrelude defines handOff(wanted, owner, window): if a request
-// other than owner's stands at the key wanted, the lock (KEYS[1]) is set
-// to the asker's owner token for the hand-off window and the asker's
-// waiter is told on its process channel; it returns true. A request whose
-// waiter nobody hears (its process is gone) is dropped, and it returns
-// false: the caller keeps or deletes the lock.
+// handOffPrelude defines handOff(wanted, owner, window): it takes the
+// first request off the list at the key wanted and, if it is another
+// owner's, sets the lock (KEYS[1]) to the asker's owner token for the
+// hand-off window and tells the asker's waiter on its process channel; it
+// returns true. A request whose waiter nobody hears (its process is gone),
+// or owner's own, is dropped and the next is tried; with none left it
+// returns false: the caller keeps or deletes the lock.
 const handOffPrelude = `
 local function handOff(wanted, owner, window)
-	local asker = redis.call('GET', wanted)
-	if not asker then return false end
-	local other, id, channel = string.match(asker, '^(%S+) (%d+) (.+)$')
-	if other and other ~= owner then
-		redis.call('SET', KEYS[1], other, 'PX', window)
-		if redis.call('PUBLISH', channel, id) > 0 then return true end
+	while true do
+		local asker = redis.call('LPOP', wanted)
+		if not asker then return false end
+		local other, id, channel = string.match(asker, '^(%S+) (%d+) (.+)$')
+		if other and other ~= owner then
+			redis.call('SET', KEYS[1], other, 'PX', window)
+			if redis.call('PUBLISH', channel, id) > 0 then return true end
+		end
 	end
-	redis.call('DEL', wanted)
-	return false
 end
 `
 

@@ -56,8 +56,17 @@ func (ls *Lease) requestStands() bool {
 		v, err := c.cmd.Do(l.bgCtx, "ZCARD", c.names.queue)
 		return err == nil && v.Int > 0
 	}
-	v, err := c.cmd.Do(l.bgCtx, "GET", c.names.wanted)
-	return err == nil && v.Str != "" && !hasOwner(v.Str, c.owner)
+	// Two requests at most: one of them is not the holder's own.
+	v, err := c.cmd.Do(l.bgCtx, "LRANGE", c.names.wanted, "0", "1")
+	if err != nil {
+		return false
+	}
+	for _, r := range v.Elems {
+		if !hasOwner(r.Str, c.owner) {
+			return true
+		}
+	}
+	return false
 }
 
 // hasOwner reports whether a request "<owner> <waiter-id> <channel>" is

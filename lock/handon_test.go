@@ -1,0 +1,121 @@
+package lock_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+// requestsOf is how many fast-mode requests stand for key.
+func requestsOf(t *testing.T, srv *redistest.Server, key string) int64 {
+	t.Helper()
+	return srv.Do(t, "LLEN", "baton:{"+key+"}:wanted").Int
+}
+
+// queueFastWaiters starts a Lock of key on each locker, one at a time, each
+// once the one before has asked, and records the order in which they
+// acquire. Each holds the lock for hold.
+func queueFastWaiters(t *testing.T, srv *redistest.Server, key string, hold time.Duration, names []string, lockers []*lock.Locker) (order func() []string, wait func()) {
+	t.Helper()
+	var (
+		mu  sync.Mutex
+		got []string
+		wg  sync.WaitGroup
+	)
+	t.Cleanup(wg.Wait)
+	for i, l := range lockers {
+		name := names[i]
+		wg.Go(func() {
+			holdWhile(t, l, key, func(*lock.Lease) bool {
+				mu.Lock()
+				got = append(got, name)
+				mu.Unlock()
+				time.Sleep(hold)
+				return true
+			})
+		})
+		redistest.Eventually(t, func() bool { return requestsOf(t, srv, key) == int64(i+1) }, 5*time.Second, time.Millisecond)
+	}
+	return func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), got...)
+	}, wg.Wait
+}
+
+// In fast mode, a release hands the lock to the waiters in the order they
+// asked, and wakes only the one it hands it to: from the first release
+// on, every acquire script that runs succeeds.
+func TestFastReleasesHandOnInTheOrderWaitersAsked(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := open(t, srv)
+	held := mustLock(t, holder, "k")
+	lockers := []*lock.Locker{open(t, srv), open(t, srv), open(t, srv)}
+	order, wait := queueFastWaiters(t, srv, "k", 5*time.Millisecond, []string{"first", "second", "third"}, lockers)
+
+	scripts := callsOf(t, srv, "evalsha")
+	mustUnlock(t, held)
+	wait()
+	require.Equal(t, []string{"first", "second", "third"}, order())
+	// Four releases and three confirmations: no attempt failed.
+	require.Equal(t, int64(7), callsOf(t, srv, "evalsha")-scripts)
+	require.Zero(t, requestsOf(t, srv, "k"))
+}
+
+// A holder that locks again right after its release asks behind the
+// waiters that asked before it.
+func TestFastReleaserAsksBehindTheWaiters(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := open(t, srv)
+	held := mustLock(t, holder, "k")
+	lockers := []*lock.Locker{open(t, srv), open(t, srv)}
+	order, wait := queueFastWaiters(t, srv, "k", 20*time.Millisecond, []string{"first", "second"}, lockers)
+
+	mustUnlock(t, held)
+	again := mustLock(t, holder, "k")
+	require.Equal(t, []string{"first", "second"}, order())
+	mustUnlock(t, again)
+	wait()
+}
+
+// A waiter that gives up takes its request back, and leaves the one
+// behind it first in line.
+func TestFastCancelledWaiterLeavesTheLine(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := open(t, srv)
+	held := mustLock(t, holder, "k")
+	quitter := open(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := quitter.Lock(ctx, "k")
+		errs <- err
+	}()
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	stayer := open(t, srv)
+	stayed := make(chan *lock.Lease, 1)
+	go func() {
+		ls, err := stayer.Lock(context.Background(), "k")
+		assert.NoError(t, err)
+		stayed <- ls
+	}()
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 2 }, 5*time.Second, time.Millisecond)
+	cancel()
+	require.ErrorIs(t, <-errs, context.Canceled)
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	first := srv.Do(t, "LINDEX", "baton:{k}:wanted", "0").Str
+
+	mustUnlock(t, held)
+	info := mustInspect(t, holder, "k")
+	require.Equal(t, first[:8], info.Holder, "handed to the stayer's request")
+	ls := <-stayed
+	require.NotNil(t, ls)
+	mustUnlock(t, ls)
+}
