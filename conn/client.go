@@ -41,22 +41,44 @@ func NewClient(addr string, opts ...Option) (*Client, error) {
 // Addr is the address the Client dials, as given to NewClient.
 func (c *Client) Addr() string { return c.addr }
 
-// Do runs one command on the current connection; see Conn.Do.
+// Do runs one command on the current connection; see Conn.Do. A call
+// that finds the connection broken before sending anything (the server
+// closed it while it was idle) is made once more on a new connection.
 func (c *Client) Do(ctx context.Context, args ...string) (resp.Value, error) {
-	cn, err := c.Conn(ctx)
-	if err != nil {
-		return resp.Value{}, err
+	for attempt := 0; ; attempt++ {
+		cn, err := c.Conn(ctx)
+		if err != nil {
+			return resp.Value{}, err
+		}
+		v, err := cn.Do(ctx, args...)
+		if attempt == 0 && notSent(err) {
+			continue
+		}
+		return v, err
 	}
-	return cn.Do(ctx, args...)
 }
 
-// DoMulti runs several commands in one write; see Conn.DoMulti.
+// DoMulti runs several commands in one write; see Conn.DoMulti. It is made
+// once more on a new connection as Do is.
 func (c *Client) DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, error) {
-	cn, err := c.Conn(ctx)
-	if err != nil {
-		return nil, err
+	for attempt := 0; ; attempt++ {
+		cn, err := c.Conn(ctx)
+		if err != nil {
+			return nil, err
+		}
+		replies, err := cn.DoMulti(ctx, cmds...)
+		if attempt == 0 && notSent(err) {
+			continue
+		}
+		return replies, err
 	}
-	return cn.DoMulti(ctx, cmds...)
+}
+
+// notSent reports whether a call failed because its connection had broken
+// before it sent anything: such a call may be made again elsewhere.
+func notSent(err error) bool {
+	var uncertain *UncertainError
+	return errors.Is(err, ErrBroken) && !errors.As(err, &uncertain)
 }
 
 // Current returns the current connection if it is usable, else nil. Unlike
@@ -79,7 +101,9 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 			c.mu.Unlock()
 			return nil, ErrClosed
 		}
-		if c.conn != nil && c.conn.Err() == nil {
+		// failed, not Err: a call notices a dead idle connection itself
+		// (see Do), without a look at the socket every time.
+		if c.conn != nil && !c.conn.failed() {
 			cn := c.conn
 			c.mu.Unlock()
 			return cn, nil

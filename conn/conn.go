@@ -6,6 +6,7 @@ import (
 	"net"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/batonlock/baton/resp"
 )
@@ -15,7 +16,13 @@ import (
 type Conn struct {
 	nc   net.Conn // wrapped in the tap when there is one
 	opts options
-	rd   *resp.Reader // reader goroutine only
+	rd   *resp.Reader // whoever holds the reading role: the reader goroutine, or see direct
+
+	// direct is set for a connection read by its callers (see lead.go):
+	// one with a raw socket to wait on and no push handler, whose frames
+	// can come while no call waits.
+	direct bool
+	watch  *replyWatch // on a direct connection; used by the holder of the reading role
 
 	// raw is the socket under nc and any tap, for writes that must not
 	// block (Start); nil when there is no such socket (TLS, ...). Used only
@@ -32,8 +39,18 @@ type Conn struct {
 	pending   callQueue // guarded by mu: calls whose replies are due, in wire order
 	err       error     // guarded by mu: why the connection stopped; set once
 
+	// The reading role of a direct connection, all guarded by mu.
+	reading     bool      // a caller, or a reader goroutine, is reading replies
+	parked      bool      // the reader waits for a reply's first bytes (awaitReply)
+	interrupted bool      // interruptRead has cut the reader's wait or read short
+	idleSince   time.Time // when the last reply due was read
+
 	stopped    chan struct{} // closed when err is set
-	readerDone chan struct{} // closed when the reader goroutine has returned
+	readerDone chan struct{} // closed when the reader goroutine has returned; at once on a direct connection
+
+	// readers counts a direct connection's reader goroutines (at most
+	// one at a time), which Close waits for.
+	readers sync.WaitGroup
 
 	// writers counts the writer goroutine, started under mu only while
 	// err is nil and gone once nothing is left to write; Close, which sets
@@ -48,7 +65,8 @@ func newConn(nc net.Conn, o options) *Conn {
 	if o.tap != nil {
 		nc = &tappedConn{Conn: nc, tap: o.tap}
 	}
-	c := &Conn{nc: nc, raw: raw, opts: o, stopped: make(chan struct{}), readerDone: make(chan struct{})}
+	c := &Conn{nc: nc, raw: raw, opts: o, stopped: make(chan struct{}), readerDone: make(chan struct{}),
+		direct: raw != nil && o.pushHandler == nil, idleSince: time.Now()}
 	readerOpts := o.readerOptions
 	if !o.resp3 {
 		readerOpts = append([]resp.ReaderOption{resp.WithRESP2()}, readerOpts...)
@@ -58,7 +76,12 @@ func newConn(nc net.Conn, o options) *Conn {
 		src = &deadlineReader{c: c}
 	}
 	c.rd = resp.NewReader(src, readerOpts...)
-	go c.readLoop()
+	if c.direct {
+		c.watch = newReplyWatch(raw)
+		close(c.readerDone)
+	} else {
+		go c.readLoop()
+	}
 	return c
 }
 
@@ -102,13 +125,16 @@ func (c *Conn) DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, err
 // wait blocks until the call is settled or ctx ends. A caller that gives up
 // leaves its call queued: the reader still consumes and drops its replies.
 func (c *Conn) wait(ctx context.Context, cl *call) error {
+	if c.direct {
+		c.lead(ctx, cl)
+	}
 	if c.opts.spinWait > 0 {
 		spinUntilSettled(ctx, cl, c.opts.spinWait)
 	}
 	select {
 	case <-cl.done:
 	case <-ctx.Done():
-		if cl.abandon() {
+		if cl.abandon() || cl.state.Load() == abandoned { // interruptRead may have abandoned it
 			return ctx.Err()
 		}
 		<-cl.done // the reply won the race; take it
@@ -117,11 +143,22 @@ func (c *Conn) wait(ctx context.Context, cl *call) error {
 }
 
 // Err returns why the connection stopped (wrapping ErrBroken, or ErrClosed),
-// or nil while it is usable.
+// or nil while it is usable. On a connection read by its callers (see the
+// package doc), an idle one has no reader to notice that the server closed
+// it: Err looks at the socket, without waiting, and notices it then.
 func (c *Conn) Err() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.checkIdleLocked(0)
 	return c.err
+}
+
+// failed reports whether the connection has stopped, as far as it knows,
+// without Err's look at the socket.
+func (c *Conn) failed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.err != nil
 }
 
 // DoPush runs a command whose answers come as push frames rather than as a
@@ -157,7 +194,8 @@ func (c *Conn) DoPush(ctx context.Context, args ...string) error {
 var pingCommand = []string{"PING"}
 
 // Done is closed when the connection stops, broken or closed; Err then
-// says why.
+// says why. An idle connection read by its callers notices that the server
+// closed it only when a call or Err looks (see Err).
 func (c *Conn) Done() <-chan struct{} { return c.stopped }
 
 // Pending returns how many calls are waiting for replies, abandoned ones
@@ -182,6 +220,7 @@ func (c *Conn) Close() error {
 	c.failLocked(ErrClosed)
 	c.mu.Unlock()
 	<-c.readerDone
+	c.readers.Wait()
 	c.writers.Wait()
 	return nil
 }

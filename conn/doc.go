@@ -15,10 +15,20 @@
 // the order they were queued. The commands of one call leave contiguous, in
 // one write (when the socket filled during a write, the rest of it is one
 // write), and a multi-command call starts a new write rather than straddle
-// one of the server's 16 KiB read windows. One reader goroutine per
-// connection decodes replies and completes calls in the order their commands
-// were written. A caller whose context ends returns at once; its reply is
-// still read and dropped, so later replies never shift. A reply over one of
+// one of the server's 16 KiB read windows. Replies are decoded, and calls
+// completed in the order their commands were written, by whoever holds the
+// reading role. On a TCP or unix socket without a push handler that is a
+// waiting caller, the mirror of how writes are shared: a caller that finds
+// no one reading reads the replies itself, its own and others', until its
+// own has come, so a lone caller takes its reply from the socket with no
+// goroutine to wake in between; a reader goroutine takes over while
+// replies are still due after it, and returns when none is. On other
+// connections (TLS, push) one reader goroutine reads for the connection's
+// life. A caller whose context ends returns at once; its reply is still
+// read and dropped, so later replies never shift. A connection with no
+// reader while idle notices that the server closed it when a call or
+// [Conn.Err] looks at it: a call that finds it so has sent nothing, fails
+// with [ErrBroken], and a [Client] makes it again on a new connection. A reply over one of
 // the reader's limits (see [WithReaderOptions]) is read past and dropped,
 // and fails its own call alone, with an error matching resp.ErrLimit: the
 // command did run; a call of several commands fails as a whole. The
@@ -27,5 +37,5 @@
 // (an I/O error, bytes that are not valid RESP, a reply nobody asked for),
 // every call in flight fails with an [*UncertainError], because its command
 // may or may not have run, and the connection refuses further calls. Close
-// stops the reader goroutine and any writer goroutine, and waits for them.
+// stops the reader and writer goroutines, and waits for them.
 package conn

@@ -1,6 +1,7 @@
 package conn_test
 
 import (
+	"bytes"
 	"context"
 	"sync"
 	"testing"
@@ -53,6 +54,13 @@ func (w *wireLog) tap(dir conn.Direction, p []byte) {
 	} else {
 		w.reads = append(w.reads, b)
 	}
+}
+
+// ReadBytes is everything read so far, in one piece.
+func (w *wireLog) ReadBytes() []byte {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return bytes.Join(w.reads, nil)
 }
 
 func (w *wireLog) Writes() [][]byte {

@@ -102,11 +102,12 @@ func WithReaderOptions(opts ...resp.ReaderOption) Option {
 	return func(o *options) { o.readerOptions = append(o.readerOptions, opts...) }
 }
 
-// WithSpinWait makes a caller waiting for a reply spin for up to d before
-// it goes to sleep. A reply that comes within d is then taken without the
-// caller being woken by the reader goroutine, a wake-up that can cost more
-// than a loopback round trip on a virtual machine (see the README's
-// figures). The price is CPU: a spinning caller keeps a core busy for up
+// WithSpinWait makes a caller waiting for a reply that another goroutine
+// reads (see the package doc: the reader goroutine, or another caller)
+// spin for up to d before it goes to sleep. A reply that comes within d is
+// then taken without the caller being woken by that reader, a wake-up
+// that can cost more than a loopback round trip on a virtual machine (see
+// the README's figures). A caller that reads its reply itself never spins. The price is CPU: a spinning caller keeps a core busy for up
 // to d per call, so it pays only where cores are idle and round trips are
 // short. Callers spin only when GOMAXPROCS is at least 2, and at most
 // GOMAXPROCS/2 of them at once in the process; the others sleep at once.

@@ -62,19 +62,35 @@ func TestDoPushNeedsRESP3(t *testing.T) {
 	require.Zero(t, c.Pending())
 }
 
+// A connection with a push handler has a reader goroutine, which notices
+// at once that the server closed it. One read by its callers notices when
+// a call or Err looks.
 func TestDoneIsClosedWhenTheConnectionStops(t *testing.T) {
-	srv := redistest.Start(t)
-	c := dial(t, srv.Addr, conn.WithClientName("doomed"))
-	select {
-	case <-c.Done():
-		t.Fatal("Done closed on a healthy connection")
-	default:
-	}
-	srv.Do(t, "CLIENT", "KILL", "TYPE", "normal")
-	select {
-	case <-c.Done():
-		require.ErrorIs(t, c.Err(), conn.ErrBroken)
-	case <-time.After(5 * time.Second):
-		t.Fatal("Done not closed after the server killed the connection")
+	for _, tt := range []struct {
+		name string
+		opts []conn.Option
+	}{
+		{"push", []conn.Option{conn.WithRESP3(), conn.WithPushHandler(func(resp.Value) {})}},
+		{"direct", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			c := dial(t, srv.Addr, append(tt.opts, conn.WithClientName("doomed"))...)
+			select {
+			case <-c.Done():
+				t.Fatal("Done closed on a healthy connection")
+			default:
+			}
+			srv.Do(t, "CLIENT", "KILL", "TYPE", "normal")
+			if tt.name == "direct" {
+				require.Eventually(t, func() bool { return c.Err() != nil }, 5*time.Second, time.Millisecond)
+			}
+			select {
+			case <-c.Done():
+				require.ErrorIs(t, c.Err(), conn.ErrBroken)
+			case <-time.After(5 * time.Second):
+				t.Fatal("Done not closed after the server killed the connection")
+			}
+		})
 	}
 }

@@ -10,71 +10,83 @@ import (
 )
 
 // readLoop decodes replies and completes calls in order until the
-// connection fails or closes. It is the connection's one goroutine.
+// connection fails or closes. It is the connection's one goroutine on a
+// connection that does not read directly (see Conn.direct).
+func (c *Conn) readLoop() {
+	defer close(c.readerDone)
+	for c.readOne() {
+	}
+}
+
+// readOne reads one frame and completes the call it answers, or hands a
+// push frame to the handler. It reports false once the connection has
+// failed. Only the reader of the moment calls it: the reader goroutine, or
+// on a direct connection whoever holds the reading role.
 //
 // A reply over a reader limit has been read past by the reader, so the
 // stream is still in step: it fails its own call and nothing else. A push
 // frame over a limit answers no call and is dropped.
-func (c *Conn) readLoop() {
-	defer close(c.readerDone)
-	for {
-		v, err := c.rd.Read()
-		var lim *resp.LimitError
-		if err != nil {
-			if lim = limitError(err); lim == nil {
-				c.mu.Lock()
-				c.failLocked(readFailure(err))
-				c.mu.Unlock()
-				return
-			}
-			if lim.Type == resp.Push {
-				continue
-			}
-		}
-		if v.Type == resp.Push {
-			if c.opts.pushHandler != nil {
-				c.opts.pushHandler(v)
-			}
-			continue
-		}
-		c.mu.Lock()
-		cl := c.pending.front()
-		if cl == nil {
-			what := v.String()
-			if lim != nil {
-				what = lim.Error()
-			}
-			c.failLocked(fmt.Errorf("%w: a reply arrived with no command pending: %.80s", ErrBroken, what))
+func (c *Conn) readOne() bool {
+	v, err := c.rd.Read()
+	var lim *resp.LimitError
+	if err != nil {
+		if lim = limitError(err); lim == nil {
+			c.mu.Lock()
+			c.failLocked(readFailure(err))
 			c.mu.Unlock()
-			return
+			return false
 		}
-		if cl.answeredByPush && !cl.commandFailed && (v.Err() != nil || lim != nil && isErrorType(lim.Type)) {
-			// The command itself was refused; its PING's reply is next.
-			cl.replies[0], cl.commandFailed = v, true
-			if lim != nil {
-				cl.overLimit = lim
-			}
-			c.mu.Unlock()
-			continue
-		}
-		switch {
-		case lim != nil:
-			if cl.overLimit == nil {
-				cl.overLimit = lim
-			}
-		case !cl.commandFailed:
-			cl.replies[cl.got] = v
-		}
-		cl.got++
-		finished := cl.got == cl.n
-		if finished {
-			c.pending.pop()
-		}
-		c.mu.Unlock()
-		if finished {
-			cl.complete(cl.overLimit)
+		if lim.Type == resp.Push {
+			return true
 		}
 	}
+	if v.Type == resp.Push {
+		if c.opts.pushHandler != nil {
+			c.opts.pushHandler(v)
+		}
+		return true
+	}
+	c.mu.Lock()
+	cl := c.pending.front()
+	if cl == nil {
+		what := v.String()
+		if lim != nil {
+			what = lim.Error()
+		}
+		c.failLocked(fmt.Errorf("%w: a reply arrived with no command pending: %.80s", ErrBroken, what))
+		c.mu.Unlock()
+		return false
+	}
+	if cl.answeredByPush && !cl.commandFailed && (v.Err() != nil || lim != nil && isErrorType(lim.Type)) {
+		// The command itself was refused; its PING's reply is next.
+		cl.replies[0], cl.commandFailed = v, true
+		if lim != nil {
+			cl.overLimit = lim
+		}
+		c.mu.Unlock()
+		return true
+	}
+	switch {
+	case lim != nil:
+		if cl.overLimit == nil {
+			cl.overLimit = lim
+		}
+	case !cl.commandFailed:
+		cl.replies[cl.got] = v
+	}
+	cl.got++
+	finished := cl.got == cl.n
+	if finished {
+		c.pending.pop()
+		if c.direct && c.pending.len() == 0 {
+			c.idleSince = time.Now()
+		}
+	}
+	c.mu.Unlock()
+	if finished {
+		cl.complete(cl.overLimit)
+	}
+	return true
 }
 
 // limitError returns err as a *resp.LimitError, or nil if it is another

@@ -57,6 +57,7 @@ func (c *Conn) sendNoWait(cl *call, cmds [][]string) error {
 // queueLocked appends the commands to the write buffer and the call to the
 // calls whose replies are due.
 func (c *Conn) queueLocked(cl *call, cmds [][]string) error {
+	c.checkIdleLocked(idleCheckAfter)
 	if c.err != nil {
 		return c.err
 	}
