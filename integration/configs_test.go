@@ -34,6 +34,7 @@ var minimalACL = strings.Join([]string{
 	"+eval +evalsha +script|load +subscribe +unsubscribe",
 	"+get +set +del +exists +incr +pexpire +pttl +time +publish",
 	"+hget +hset +hdel +zadd +zrange +zrem +zcard",
+	"+rpush +lpop +lpos +lrem +lrange +lindex",
 }, " ")
 
 // bothModes runs a contention of each mode, with and without the
