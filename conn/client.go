@@ -77,6 +77,9 @@ func (c *Client) DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, e
 // notSent reports whether a call failed because its connection had broken
 // before it sent anything: such a call may be made again elsewhere.
 func notSent(err error) bool {
+	if err == nil {
+		return false // before uncertain, whose address escapes: no allocation
+	}
 	var uncertain *UncertainError
 	return errors.Is(err, ErrBroken) && !errors.As(err, &uncertain)
 }
