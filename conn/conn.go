@@ -23,6 +23,8 @@ type Conn struct {
 	// can come while no call waits.
 	direct bool
 	watch  *replyWatch // on a direct connection; used by the holder of the reading role
+	// interruptLeader is c.interruptRead, made once.
+	interruptLeader func()
 
 	// raw is the socket under nc and any tap, for writes that must not
 	// block (Start); nil when there is no such socket (TLS, ...). Used only
@@ -44,6 +46,7 @@ type Conn struct {
 	parked      bool      // the reader waits for a reply's first bytes (awaitReply)
 	interrupted bool      // interruptRead has cut the reader's wait or read short
 	idleSince   time.Time // when the last reply due was read
+	leaderCall  *call     // the call of the caller holding the reading role, while it does
 
 	stopped    chan struct{} // closed when err is set
 	readerDone chan struct{} // closed when the reader goroutine has returned; at once on a direct connection
@@ -78,6 +81,7 @@ func newConn(nc net.Conn, o options) *Conn {
 	c.rd = resp.NewReader(src, readerOpts...)
 	if c.direct {
 		c.watch = newReplyWatch(raw)
+		c.interruptLeader = c.interruptRead
 		close(c.readerDone)
 	} else {
 		go c.readLoop()

@@ -42,11 +42,12 @@ func (c *Conn) lead(ctx context.Context, cl *call) {
 		return
 	}
 	c.reading = true
+	c.leaderCall = cl
 	c.mu.Unlock()
 
 	var stop func() bool
 	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, func() { c.interruptRead(cl) })
+		stop = context.AfterFunc(ctx, c.interruptLeader)
 	}
 	for cl.state.Load() == waiting && ctx.Err() == nil {
 		if c.rd.Buffered() == 0 && !c.awaitReply() {
@@ -65,6 +66,9 @@ func (c *Conn) lead(ctx context.Context, cl *call) {
 	if stop != nil {
 		stop()
 	}
+	c.mu.Lock()
+	c.leaderCall = nil
+	c.mu.Unlock()
 	c.passReading()
 }
 
@@ -103,17 +107,19 @@ func (c *Conn) awaitReply() bool {
 	return false
 }
 
-// interruptRead is run when the context of cl's caller, who holds the
-// reading role, ends. It cuts short the caller's wait for a reply's first
+// interruptRead is run (as interruptLeader, a method value made once, so
+// that arming it allocates less) when the context of the caller who holds
+// the reading role, whose call is leaderCall, ends. It cuts short the caller's wait for a reply's first
 // bytes. A caller busy reading a reply is left to finish it, as it looks
 // at its context after each one, unless its own reply is still to come:
 // then it may be stuck in a reply that stops half-way, so its call is
 // abandoned, for the caller to return at once, and the read is cut short
 // too, which breaks the connection if the reply is unfinished.
-func (c *Conn) interruptRead(cl *call) {
+func (c *Conn) interruptRead() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.interrupted || !c.parked && !cl.abandon() {
+	cl := c.leaderCall
+	if cl == nil || c.interrupted || !c.parked && !cl.abandon() {
 		return
 	}
 	c.interrupted = true
