@@ -11,21 +11,21 @@ import (
 // goroutine fills in, in order.
 type call struct {
 	n       int
-	got     int          // replies filled in; reader goroutine only
-	replies []resp.Value // written by the reader goroutine before done
+	got     int          // replies filled in; by the holder of the reading role
+	replies []resp.Value // written by the holder of the reading role before done
 	one     [1]resp.Value
 	err     error // set before done when the connection failed or a reply was over a limit
 
 	// overLimit is the first of the call's replies that was over a reader
 	// limit (a *resp.LimitError); the call fails with it once its last
-	// reply is in. Reader goroutine only.
+	// reply is in. The holder of the reading role only.
 	overLimit error
 
 	// answeredByPush marks a DoPush call: its command is answered by push
 	// frames and its one reply is the PING's that follows, unless an error
 	// reply to the command comes first, which is then kept as the result.
 	answeredByPush bool
-	commandFailed  bool // reader goroutine only
+	commandFailed  bool // the holder of the reading role only
 
 	// state settles the race between the reply and the caller giving up:
 	// whoever moves it away from waiting decides.

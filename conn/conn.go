@@ -62,7 +62,7 @@ type Conn struct {
 }
 
 // newConn takes over nc, which has completed any TLS handshake, and starts
-// the reader goroutine.
+// the reader goroutine, unless its callers read for themselves (direct).
 func newConn(nc net.Conn, o options) *Conn {
 	raw := rawConnOf(nc)
 	if o.tap != nil {
@@ -217,8 +217,8 @@ func (c *Conn) DB() int { return c.opts.db }
 func (c *Conn) RemoteAddr() net.Addr { return c.nc.RemoteAddr() }
 
 // Close closes the connection, fails the calls in flight with an
-// *UncertainError, and waits for the reader goroutine and any writer
-// goroutine to return.
+// *UncertainError, and waits for the reader and writer goroutines to
+// return.
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	c.failLocked(ErrClosed)
