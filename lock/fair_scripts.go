@@ -58,11 +58,13 @@ end
 // last token handed out}.
 //
 // An offer takes its waiter out of the queue, so an owner taking the lock
-// should never be queued; a claim that has queued takes itself out all the
-// same, and a first attempt, the uncontended case, saves the two commands.
+// should never be queued; a claim that has queued and takes a free lock
+// takes itself out all the same. A first attempt, the uncontended case,
+// and the confirmation of an offer save the two commands.
 var fairAcquireScript = newScript(fairPrelude + `
 local owner = ARGV[1]
 local holder = redis.call('GET', KEYS[1])
+local offered = holder == owner
 if not holder then
 	-- Free: those queued come first.
 	local head = promote(ARGV[8])
@@ -70,7 +72,7 @@ if not holder then
 end
 if holder == owner then
 	redis.call('SET', KEYS[1], owner, 'PX', ARGV[2])
-	if ARGV[9] == '1' then
+	if ARGV[9] == '1' and not offered then
 		redis.call('ZREM', KEYS[3], owner)
 		redis.call('HDEL', KEYS[4], owner)
 	end
