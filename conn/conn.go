@@ -23,8 +23,6 @@ type Conn struct {
 	// can come while no call waits.
 	direct bool
 	watch  *replyWatch // on a direct connection; used by the holder of the reading role
-	// interruptLeader is c.interruptRead, made once.
-	interruptLeader func()
 
 	// raw is the socket under nc and any tap, for writes that must not
 	// block (Start); nil when there is no such socket (TLS, ...). Used only
@@ -47,6 +45,7 @@ type Conn struct {
 	interrupted bool      // interruptRead has cut the reader's wait or read short
 	idleSince   time.Time // when the last reply due was read
 	leaderCall  *call     // the call of the caller holding the reading role, while it does
+	leaderTurn  uint64    // counts the callers that took the reading role
 
 	stopped    chan struct{} // closed when err is set
 	readerDone chan struct{} // closed when the reader goroutine has returned; at once on a direct connection
@@ -81,7 +80,6 @@ func newConn(nc net.Conn, o options) *Conn {
 	c.rd = resp.NewReader(src, readerOpts...)
 	if c.direct {
 		c.watch = newReplyWatch(raw)
-		c.interruptLeader = c.interruptRead
 		close(c.readerDone)
 	} else {
 		go c.readLoop()

@@ -43,11 +43,16 @@ func (c *Conn) lead(ctx context.Context, cl *call) {
 	}
 	c.reading = true
 	c.leaderCall = cl
+	c.leaderTurn++
+	turn := c.leaderTurn
 	c.mu.Unlock()
 
 	var stop func() bool
 	if ctx.Done() != nil {
-		stop = context.AfterFunc(ctx, c.interruptLeader)
+		// Bound to this turn: an interrupt that runs late, when another
+		// caller reads (perhaps with this very call, back from the pool),
+		// must not touch that caller's call.
+		stop = context.AfterFunc(ctx, func() { c.interruptRead(turn) })
 	}
 	for cl.state.Load() == waiting && ctx.Err() == nil {
 		if c.rd.Buffered() == 0 && !c.awaitReply() {
@@ -107,19 +112,19 @@ func (c *Conn) awaitReply() bool {
 	return false
 }
 
-// interruptRead is run (as interruptLeader, a method value made once, so
-// that arming it allocates less) when the context of the caller who holds
-// the reading role, whose call is leaderCall, ends. It cuts short the caller's wait for a reply's first
+// interruptRead is run when the context of the caller who took the
+// reading role at the given turn ends; it does nothing once that caller
+// has given the role up. It cuts short the caller's wait for a reply's first
 // bytes. A caller busy reading a reply is left to finish it, as it looks
 // at its context after each one, unless its own reply is still to come:
 // then it may be stuck in a reply that stops half-way, so its call is
 // abandoned, for the caller to return at once, and the read is cut short
 // too, which breaks the connection if the reply is unfinished.
-func (c *Conn) interruptRead() {
+func (c *Conn) interruptRead(turn uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cl := c.leaderCall
-	if cl == nil || c.interrupted || !c.parked && !cl.abandon() {
+	if cl == nil || c.leaderTurn != turn || c.interrupted || !c.parked && !cl.abandon() {
 		return
 	}
 	c.interrupted = true
