@@ -22,7 +22,6 @@ type Conn struct {
 	// one with a raw socket to wait on and no push handler, whose frames
 	// can come while no call waits.
 	direct bool
-	watch  *replyWatch // on a direct connection; used by the holder of the reading role
 
 	// raw is the socket under nc and any tap, for writes that must not
 	// block (Start); nil when there is no such socket (TLS, ...). Used only
@@ -39,13 +38,9 @@ type Conn struct {
 	pending   callQueue // guarded by mu: calls whose replies are due, in wire order
 	err       error     // guarded by mu: why the connection stopped; set once
 
-	// The reading role of a direct connection, all guarded by mu.
-	reading     bool      // a caller, or a reader goroutine, is reading replies
-	parked      bool      // the reader waits for a reply's first bytes (awaitReply)
-	interrupted bool      // interruptRead has cut the reader's wait or read short
-	idleSince   time.Time // when the last reply due was read
-	leaderCall  *call     // the call of the caller holding the reading role, while it does
-	leaderTurn  uint64    // counts the callers that took the reading role
+	// The reading role of a direct connection, guarded by mu.
+	reading   bool      // a caller, or a reader goroutine, is reading replies
+	idleSince time.Time // when the last reply due was read
 
 	stopped    chan struct{} // closed when err is set
 	readerDone chan struct{} // closed when the reader goroutine has returned; at once on a direct connection
@@ -79,7 +74,6 @@ func newConn(nc net.Conn, o options) *Conn {
 	}
 	c.rd = resp.NewReader(src, readerOpts...)
 	if c.direct {
-		c.watch = newReplyWatch(raw)
 		close(c.readerDone)
 	} else {
 		go c.readLoop()
@@ -136,7 +130,7 @@ func (c *Conn) wait(ctx context.Context, cl *call) error {
 	select {
 	case <-cl.done:
 	case <-ctx.Done():
-		if cl.abandon() || cl.state.Load() == abandoned { // interruptRead may have abandoned it
+		if cl.abandon() {
 			return ctx.Err()
 		}
 		<-cl.done // the reply won the race; take it

@@ -16,9 +16,8 @@ import (
 	"github.com/batonlock/baton/internal/redistest"
 )
 
-// A caller that reads for itself and gives up before its reply begins
-// leaves the stream in step: the late reply is dropped by the next reader,
-// which gets its own.
+// A caller that gives up before its reply begins leaves the stream in
+// step: the late reply is dropped, and the next caller gets its own.
 func TestAReaderThatGivesUpLeavesTheLateReplyToTheNext(t *testing.T) {
 	fake := redistest.NewFake(t, func(s *redistest.Session) {
 		if !s.Expect("GET", "k") {
@@ -100,4 +99,61 @@ func TestACloseWhileIdleIsNoticedBeforeSending(t *testing.T) {
 	second, err := client.Conn(ctx)
 	require.NoError(t, err)
 	require.NotSame(t, first, second)
+}
+
+// A read timeout counts only while replies are due: an idle connection
+// outlives it, and its look at the socket is not cut short by it.
+func TestAReadTimeoutDoesNotBreakAnIdleConnection(t *testing.T) {
+	srv := redistest.Start(t)
+	c := dial(t, srv.Addr, conn.WithReadTimeout(50*time.Millisecond))
+	_, err := c.Do(context.Background(), "PING")
+	require.NoError(t, err)
+	time.Sleep(150 * time.Millisecond)
+	require.NoError(t, c.Err())
+	_, err = c.Do(context.Background(), "PING")
+	require.NoError(t, err)
+}
+
+// A caller that gives up while its reply is on its way, half-sent, leaves
+// it to be read and dropped: the connection and the calls behind it are
+// untouched.
+func TestGivingUpMidReplyLeavesTheOthersAlone(t *testing.T) {
+	fake := redistest.NewFake(t, func(s *redistest.Session) {
+		if !s.Expect("GET", "k") || !s.Expect("PING") {
+			return
+		}
+		assert.NoError(t, s.Send("$10\r\nabc"))
+		s.Pause(100 * time.Millisecond)
+		assert.NoError(t, s.Send("defghij\r\n+PONG\r\n"))
+		s.Stall()
+	})
+	c := dial(t, fake.Addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	defer cancel()
+	p, err := c.Start([]string{"GET", "k"})
+	require.NoError(t, err)
+	pong := make(chan error, 1)
+	go func() {
+		v, err := c.Do(context.Background(), "PING")
+		if err == nil && v.Str != "PONG" {
+			err = errors.New("got " + v.String())
+		}
+		pong <- err
+	}()
+	_, err = p.Wait(ctx)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NoError(t, <-pong)
+	require.NoError(t, c.Err())
+}
+
+// Replies to a batch that nobody waits for are read all the same, so the
+// connection goes idle, and a server's close of it is noticed.
+func TestStartedRepliesAreReadWithNobodyWaiting(t *testing.T) {
+	srv := redistest.Start(t)
+	c := dial(t, srv.Addr, conn.WithClientName("started"))
+	_, err := c.Start([]string{"PING"})
+	require.NoError(t, err)
+	waitPending(t, c, 0)
+	srv.Do(t, "CLIENT", "KILL", "TYPE", "normal")
+	require.Eventually(t, func() bool { return c.Err() != nil }, 5*time.Second, time.Millisecond)
 }

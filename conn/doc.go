@@ -17,18 +17,19 @@
 // write), and a multi-command call starts a new write rather than straddle
 // one of the server's 16 KiB read windows. Replies are decoded, and calls
 // completed in the order their commands were written, by whoever holds the
-// reading role. On a TCP or unix socket without a push handler that is a
-// waiting caller, the mirror of how writes are shared: a caller that finds
-// no one reading reads the replies itself, its own and others', until its
-// own has come, so a lone caller takes its reply from the socket with no
-// goroutine to wake in between; a reader goroutine takes over while
-// replies are still due after it, and returns when none is. On other
-// connections (TLS, push) one reader goroutine reads for the connection's
-// life. A caller whose context ends returns at once; its reply is still
-// read and dropped, so later replies never shift. A connection with no
-// reader while idle notices that the server closed it when a call or
-// [Conn.Err] looks at it: a call that finds it so has sent nothing, fails
-// with [ErrBroken], and a [Client] makes it again on a new connection. A reply over one of
+// reading role. On a TCP or unix socket without a push handler a caller
+// whose context cannot end (Done is nil) and who finds no one reading
+// reads the replies itself, its own and others', until its own has come,
+// the mirror of how writes are shared: a lone caller takes its reply from
+// the socket with no goroutine to wake in between. Otherwise a reader
+// goroutine reads, and returns once no reply is due, so that an idle
+// connection holds none; on other connections (TLS, push) one reader
+// goroutine reads for the connection's life. A caller whose context ends
+// returns at once; its reply is still read and dropped, so later replies
+// never shift. A connection with no reader while idle notices that the
+// server closed it when a call or [Conn.Err] looks at it: a call that
+// finds it so has sent nothing, fails with [ErrBroken], and a [Client]
+// makes it again on a new connection. A reply over one of
 // the reader's limits (see [WithReaderOptions]) is read past and dropped,
 // and fails its own call alone, with an error matching resp.ErrLimit: the
 // command did run; a call of several commands fails as a whole. The

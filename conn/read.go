@@ -80,6 +80,11 @@ func (c *Conn) readOne() bool {
 		c.pending.pop()
 		if c.direct && c.pending.len() == 0 {
 			c.idleSince = time.Now()
+			if c.opts.readTimeout > 0 {
+				// No reply is due: no deadline may break the idle
+				// connection, nor its look at the socket.
+				_ = c.nc.SetReadDeadline(time.Time{})
+			}
 		}
 	}
 	c.mu.Unlock()

@@ -51,6 +51,8 @@ func (c *Conn) sendNoWait(cl *call, cmds [][]string) error {
 		c.writing = true
 		c.flushWithoutBlockingLocked()
 	}
+	// Nobody may ever wait for these replies; they are read all the same.
+	c.ensureReaderLocked()
 	return nil
 }
 
