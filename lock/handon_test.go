@@ -119,3 +119,26 @@ func TestFastCancelledWaiterLeavesTheLine(t *testing.T) {
 	require.NotNil(t, ls)
 	mustUnlock(t, ls)
 }
+
+// An earlier version of baton kept one request, a string, where fast mode
+// now keeps a list. A lock whose key still holds one works: the string is
+// dropped, and Inspect reads it as no request.
+func TestFastToleratesAnEarlierVersionsRequest(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := open(t, srv)
+	held := mustLock(t, holder, "k")
+	srv.Do(t, "SET", "baton:{k}:wanted", "EARLIERVERSIONOWNERXXXXXXX 7 baton:wake:gone", "PX", "10000")
+	require.False(t, mustInspect(t, holder, "k").Wanted)
+
+	order, wait := queueFastWaiters(t, srv, "k", 0, []string{"waiter"}, []*lock.Locker{open(t, srv)})
+	require.Equal(t, "list", srv.Do(t, "TYPE", "baton:{k}:wanted").Str)
+	mustUnlock(t, held)
+	wait()
+	require.Equal(t, []string{"waiter"}, order())
+
+	// A release that finds one hands nothing on, and frees the lock.
+	again := mustLock(t, holder, "k")
+	srv.Do(t, "SET", "baton:{k}:wanted", "EARLIERVERSIONOWNERXXXXXXX 7 baton:wake:gone", "PX", "10000")
+	mustUnlock(t, again)
+	require.False(t, mustInspect(t, holder, "k").Held)
+}

@@ -89,7 +89,8 @@ if ARGV[1] == '1' then
 		queue[#queue + 1] = redis.call('HGET', KEYS[5], owner) or ''
 	end
 else
-	request = redis.call('LINDEX', KEYS[3], 0) or ''
+	request = redis.pcall('LINDEX', KEYS[3], 0)
+	if type(request) ~= 'string' then request = '' end -- none, or an earlier version's one slot
 end
 return {nowMs, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1]) or '',
 	redis.call('GET', KEYS[2]) or '', request, queue}

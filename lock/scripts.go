@@ -69,11 +69,28 @@ end
 // waiters asked, and wakes one waiter: no waiter is passed over for ever
 // by a newer one, and no release wakes them all.
 
+// listPrelude defines onList(cmd, key, ...), which runs a list command on
+// the requests at key. A key of another type there is a one-slot request
+// that an earlier version of baton left (a string): it is dropped, its
+// waiter asks again at its next attempt, and the command runs on no list.
+// Processes of the two versions can thus take turns on one lock while an
+// upgrade rolls out; the earlier version's scripts fail on a list.
+const listPrelude = `
+local function onList(cmd, key, ...)
+	local r = redis.pcall(cmd, key, ...)
+	if type(r) == 'table' and r.err then
+		if string.find(r.err, 'WRONGTYPE', 1, true) then redis.call('DEL', key) end
+		r = redis.call(cmd, key, ...) -- any other error is raised, as by a plain call
+	end
+	return r
+end
+`
+
 // requestPrelude defines dropRequest(entry): the request entry leaves the
 // list at KEYS[3], once its claim acquires or gives up.
-const requestPrelude = `
+const requestPrelude = listPrelude + `
 local function dropRequest(entry)
-	redis.call('LREM', KEYS[3], 1, entry)
+	onList('LREM', KEYS[3], 1, entry)
 end
 `
 
@@ -92,7 +109,7 @@ local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then
 	if ARGV[3] == '1' then
 		local entry = ARGV[1] .. ' ' .. ARGV[4]
-		if not redis.call('LPOS', KEYS[3], entry) and redis.call('RPUSH', KEYS[3], entry) == 1 then
+		if not onList('LPOS', KEYS[3], entry) and redis.call('RPUSH', KEYS[3], entry) == 1 then
 			redis.call('PUBLISH', KEYS[3], '1')
 		end
 		redis.call('PEXPIRE', KEYS[3], ARGV[2])
@@ -125,10 +142,10 @@ return 1
 // returns true. A request whose waiter nobody hears (its process is gone),
 // or owner's own, is dropped and the next is tried; with none left it
 // returns false: the caller keeps or deletes the lock.
-const handOffPrelude = `
+const handOffPrelude = listPrelude + `
 local function handOff(wanted, owner, window)
 	while true do
-		local asker = redis.call('LPOP', wanted)
+		local asker = onList('LPOP', wanted)
 		if not asker then return false end
 		local other, id, channel = string.match(asker, '^(%S+) (%d+) (.+)$')
 		if other and other ~= owner then
