@@ -73,8 +73,9 @@ end
 // the requests at key. A key of another type there is a one-slot request
 // that an earlier version of baton left (a string): it is dropped, its
 // waiter asks again at its next attempt, and the command runs on no list.
-// Processes of the two versions can thus take turns on one lock while an
-// upgrade rolls out; the earlier version's scripts fail on a list.
+// So a process of this version keeps working on a lock that an earlier
+// one asked for; the earlier version's scripts fail on a list, so those
+// processes err until the upgrade has replaced them.
 const listPrelude = `
 local function onList(cmd, key, ...)
 	local r = redis.pcall(cmd, key, ...)
