@@ -45,32 +45,29 @@ func (c *Client) Addr() string { return c.addr }
 // that finds the connection broken before sending anything (the server
 // closed it while it was idle) is made once more on a new connection.
 func (c *Client) Do(ctx context.Context, args ...string) (resp.Value, error) {
-	for attempt := 0; ; attempt++ {
-		cn, err := c.Conn(ctx)
-		if err != nil {
-			return resp.Value{}, err
-		}
-		v, err := cn.Do(ctx, args...)
-		if attempt == 0 && notSent(err) {
-			continue
-		}
-		return v, err
-	}
+	return onConn(ctx, c, func(cn *Conn) (resp.Value, error) { return cn.Do(ctx, args...) })
 }
 
 // DoMulti runs several commands in one write; see Conn.DoMulti. It is made
 // once more on a new connection as Do is.
 func (c *Client) DoMulti(ctx context.Context, cmds ...[]string) ([]resp.Value, error) {
+	return onConn(ctx, c, func(cn *Conn) ([]resp.Value, error) { return cn.DoMulti(ctx, cmds...) })
+}
+
+// onConn runs call on the current connection, and once more on a new one
+// if the first found its connection broken before it sent anything.
+func onConn[T any](ctx context.Context, c *Client, call func(*Conn) (T, error)) (T, error) {
 	for attempt := 0; ; attempt++ {
 		cn, err := c.Conn(ctx)
 		if err != nil {
-			return nil, err
+			var zero T
+			return zero, err
 		}
-		replies, err := cn.DoMulti(ctx, cmds...)
+		v, err := call(cn)
 		if attempt == 0 && notSent(err) {
 			continue
 		}
-		return replies, err
+		return v, err
 	}
 }
 

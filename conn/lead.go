@@ -88,11 +88,11 @@ func (c *Conn) checkIdleLocked(after time.Duration) {
 	if !c.direct || c.err != nil || c.reading || c.pending.len() > 0 || after > 0 && time.Since(c.idleSince) < after {
 		return
 	}
-	if c.rd.Buffered() > 0 {
-		c.failLocked(fmt.Errorf("%w: a reply arrived with no command pending", ErrBroken))
-		return
+	n, err := 1, error(nil) // bytes already buffered: a reply nobody asked for
+	if c.rd.Buffered() == 0 {
+		n, err = idleBytes(c.raw)
 	}
-	switch n, err := idleBytes(c.raw); {
+	switch {
 	case err != nil:
 		c.failLocked(fmt.Errorf("%w: read: %w", ErrBroken, err))
 	case n == 0:

@@ -5,6 +5,5 @@ package conn
 import "syscall"
 
 // Without a raw socket there is no direct reading (see Conn.direct), so
-// these are never called.
-
+// this is never called.
 func idleBytes(syscall.RawConn) (int, error) { return -1, nil }

@@ -89,9 +89,10 @@ func WithHealthCheck(d time.Duration) Option {
 // each wait would otherwise cost two commands and their round trips on the
 // subscribe connection, and a Lock on such a key can register before its
 // first attempt at no cost (see Watched). Events on a lingering channel
-// reach no waiter and are dropped. Other channels do not linger. A new connection subscribes only to channels
-// with waiters, so a reconnect ends every linger. Default: 1s; 0 drops a
-// subscription as soon as its last waiter leaves.
+// reach no waiter and are dropped. Other channels do not linger. A new
+// connection subscribes only to channels with waiters, so a reconnect
+// ends every linger. Default: 1s; 0 drops a subscription as soon as its
+// last waiter leaves.
 func WithLinger(d time.Duration) Option {
 	return func(o *options) { o.linger = max(d, 0) }
 }
