@@ -16,8 +16,11 @@ demo:
 # where it is missing and it can (root with apt-get), then the integration
 # suite in its -short form (a one-minute soak), on its own, since its
 # worker processes would load the machine under the others' timed tests.
+# The allocation tests run once more without the race detector, which
+# makes allocation counts vary.
 test: lint need-redis
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /integration$$)
+	$(GO) test -count=1 -run Allocations ./conn/ ./lock/
 	$(GO) test -race -count=1 -short ./integration
 
 # The whole integration suite, with a five-minute soak, against containers

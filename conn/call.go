@@ -3,6 +3,7 @@ package conn
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/batonlock/baton/resp"
 )
@@ -15,6 +16,10 @@ type call struct {
 	replies []resp.Value // written by the holder of the reading role before done
 	one     [1]resp.Value
 	err     error // set before done when the connection failed or a reply was over a limit
+
+	// replyBy is the call's reply deadline (WithReplyDeadline), or zero;
+	// set before the call is queued, read under the Conn's mu.
+	replyBy time.Time
 
 	// overLimit is the first of the call's replies that was over a reader
 	// limit (a *resp.LimitError); the call fails with it once its last
@@ -49,7 +54,7 @@ func newCall(replies []resp.Value) *call {
 	if replies == nil {
 		replies = c.one[:]
 	}
-	c.n, c.got, c.err, c.overLimit, c.replies = len(replies), 0, nil, nil, replies
+	c.n, c.got, c.err, c.overLimit, c.replies, c.replyBy = len(replies), 0, nil, nil, replies, time.Time{}
 	c.answeredByPush, c.commandFailed = false, false
 	c.state.Store(waiting)
 	return c

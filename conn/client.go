@@ -93,8 +93,14 @@ func (c *Client) Current() *Conn {
 }
 
 // Conn returns the current connection, dialing a new one if there is none
-// or it broke. Only one caller dials at a time; the others wait for it.
+// or it broke. Only one caller dials at a time; the others wait for it. A
+// reply deadline on ctx (WithReplyDeadline) bounds the dial and the wait.
 func (c *Client) Conn(ctx context.Context) (*Conn, error) {
+	if cn := c.usable(); cn != nil {
+		return cn, nil
+	}
+	ctx, cancel := withReplyBound(ctx)
+	defer cancel()
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -152,6 +158,18 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 		}
 		return cn, nil
 	}
+}
+
+// usable returns the current connection if it has not failed, as far as it
+// knows: a call notices a dead idle connection itself (see Do), without a
+// look at the socket every time.
+func (c *Client) usable() *Conn {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.conn == nil || c.conn.failed() {
+		return nil
+	}
+	return c.conn
 }
 
 func (c *Client) dial(ctx context.Context, delay time.Duration) (*Conn, error) {

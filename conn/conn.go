@@ -38,6 +38,11 @@ type Conn struct {
 	pending   callQueue // guarded by mu: calls whose replies are due, in wire order
 	err       error     // guarded by mu: why the connection stopped; set once
 
+	// Deadlines (deadline.go).
+	withReplyBy   int       // guarded by mu: calls in flight with a reply deadline
+	readDeadline  time.Time // guarded by mu: the socket's read deadline, as last set
+	writeDeadline time.Time // the holder of the writing role's: the socket's write deadline, as last set
+
 	// The reading role of a direct connection, guarded by mu.
 	reading   bool      // a caller, or a reader goroutine, is reading replies
 	idleSince time.Time // when the last reply due was read
@@ -48,6 +53,9 @@ type Conn struct {
 	// readers counts a direct connection's reader goroutines (at most
 	// one at a time), which Close waits for.
 	readers sync.WaitGroup
+	// startReader is readWhileDue as a value made once, so that starting
+	// a reader goroutine allocates no closure. Set by newConn.
+	startReader func()
 
 	// writers counts the writer goroutine, started under mu only while
 	// err is nil and gone once nothing is left to write; Close, which sets
@@ -68,11 +76,8 @@ func newConn(nc net.Conn, o options) *Conn {
 	if !o.resp3 {
 		readerOpts = append([]resp.ReaderOption{resp.WithRESP2()}, readerOpts...)
 	}
-	var src interface{ Read([]byte) (int, error) } = nc
-	if o.readTimeout > 0 {
-		src = &deadlineReader{c: c}
-	}
-	c.rd = resp.NewReader(src, readerOpts...)
+	c.rd = resp.NewReader(&deadlineReader{c: c}, readerOpts...)
+	c.startReader = c.readWhileDue
 	if c.direct {
 		close(c.readerDone)
 	} else {
@@ -228,7 +233,7 @@ func (c *Conn) failLocked(err error) {
 	if c.err != nil {
 		return
 	}
-	c.err = err
+	c.err, c.withReplyBy = err, 0
 	close(c.stopped)
 	_ = c.nc.Close() // the connection is done either way
 	uncertain := &UncertainError{Cause: err}

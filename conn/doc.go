@@ -21,7 +21,9 @@
 // whose context cannot end (Done is nil) and who finds no one reading
 // reads the replies itself, its own and others', until its own has come,
 // the mirror of how writes are shared: a lone caller takes its reply from
-// the socket with no goroutine to wake in between. Otherwise a reader
+// the socket with no goroutine to wake in between; one that needs a bound
+// but never gives up sooner gives it with [WithReplyDeadline], which leaves
+// Done nil. Otherwise a reader
 // goroutine reads, and returns once no reply is due, so that an idle
 // connection holds none; on other connections (TLS, push) one reader
 // goroutine reads for the connection's life. A caller whose context ends

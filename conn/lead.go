@@ -61,7 +61,7 @@ func (c *Conn) ensureReaderLocked() {
 	}
 	c.reading = true
 	c.readers.Add(1)
-	go c.readWhileDue()
+	go c.startReader()
 }
 
 // readWhileDue is a reader goroutine of a direct connection: it holds the

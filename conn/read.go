@@ -78,13 +78,14 @@ func (c *Conn) readOne() bool {
 	finished := cl.got == cl.n
 	if finished {
 		c.pending.pop()
-		if c.direct && c.pending.len() == 0 {
+		if !cl.replyBy.IsZero() {
+			c.withReplyBy--
+		}
+		if c.pending.len() == 0 {
 			c.idleSince = time.Now()
-			if c.opts.readTimeout > 0 {
-				// No reply is due: no deadline may break the idle
-				// connection, nor its look at the socket.
-				_ = c.nc.SetReadDeadline(time.Time{})
-			}
+			// No reply is due: no deadline may break the idle
+			// connection, nor its look at the socket.
+			_ = c.setReadDeadlineLocked(time.Time{})
 		}
 	}
 	c.mu.Unlock()
@@ -114,18 +115,14 @@ func readFailure(err error) error {
 	return fmt.Errorf("%w: read: %w", ErrBroken, err)
 }
 
-// deadlineReader gives every socket read a deadline while replies are due,
-// and none while the connection is idle.
+// deadlineReader gives every socket read a deadline while replies are due
+// (see readDeadlineLocked), and none while the connection is idle.
 type deadlineReader struct{ c *Conn }
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
 	c := d.c
 	c.mu.Lock()
-	var deadline time.Time
-	if c.pending.len() > 0 {
-		deadline = time.Now().Add(c.opts.readTimeout)
-	}
-	err := c.nc.SetReadDeadline(deadline)
+	err := c.setReadDeadlineLocked(c.readDeadlineLocked())
 	c.mu.Unlock()
 	if err != nil {
 		return 0, err

@@ -25,6 +25,9 @@ func (c *Conn) send(ctx context.Context, cl *call, cmds ...[]string) error {
 	if err := ctx.Err(); err != nil {
 		return err // nothing was sent
 	}
+	if cl.replyBy = replyBy(ctx); !cl.replyBy.IsZero() && !time.Now().Before(cl.replyBy) {
+		return fmt.Errorf("reply deadline passed before sending: %w", context.DeadlineExceeded)
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err := c.queueLocked(cl, cmds); err != nil {
@@ -70,11 +73,16 @@ func (c *Conn) queueLocked(cl *call, cmds [][]string) error {
 	if len(cmds) > 1 {
 		c.keepInOneWindow(start)
 	}
-	if c.pending.len() == 0 && c.opts.readTimeout > 0 {
-		// The reader may be blocked with no deadline; replies are due now.
-		_ = c.nc.SetReadDeadline(time.Now().Add(c.opts.readTimeout))
-	}
+	idle := c.pending.len() == 0
 	c.pending.push(cl)
+	if !cl.replyBy.IsZero() {
+		c.withReplyBy++
+	}
+	if idle || !cl.replyBy.IsZero() {
+		// The reader may be blocked with no deadline, or a later one;
+		// replies are due now.
+		_ = c.setReadDeadlineLocked(c.readDeadlineLocked())
+	}
 	return nil
 }
 
@@ -115,8 +123,9 @@ func (c *Conn) wroteLocked(buf []byte, cuts []int, err error) {
 func (c *Conn) flushLocked() {
 	for len(c.wbuf) > 0 && c.err == nil {
 		buf, cuts := c.takeLocked()
+		deadline := c.writeDeadlineLocked()
 		c.mu.Unlock()
-		err := c.writeSegments(buf, cuts, 0)
+		err := c.writeSegments(buf, cuts, 0, deadline)
 		c.mu.Lock()
 		c.wroteLocked(buf, cuts, err)
 	}
@@ -152,7 +161,10 @@ func (c *Conn) flushWithoutBlockingLocked() {
 // returns. Close waits for it.
 func (c *Conn) writeLoop(buf []byte, cuts []int, from int) {
 	defer c.writers.Done()
-	err := c.writeSegments(buf, cuts, from)
+	c.mu.Lock()
+	deadline := c.writeDeadlineLocked()
+	c.mu.Unlock()
+	err := c.writeSegments(buf, cuts, from, deadline)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.wroteLocked(buf, cuts, err)
@@ -161,16 +173,14 @@ func (c *Conn) writeLoop(buf []byte, cuts []int, from int) {
 }
 
 // writeSegments writes buf from offset from on, with one Write per segment
-// between cuts: a segment begun by a write that the socket took only in
-// part is finished by one Write.
-func (c *Conn) writeSegments(buf []byte, cuts []int, from int) error {
+// between cuts, by deadline (none if zero): a segment begun by a write that
+// the socket took only in part is finished by one Write.
+func (c *Conn) writeSegments(buf []byte, cuts []int, from int, deadline time.Time) error {
 	if from == len(buf) {
 		return nil
 	}
-	if c.opts.writeTimeout > 0 {
-		if err := c.nc.SetWriteDeadline(time.Now().Add(c.opts.writeTimeout)); err != nil {
-			return err
-		}
+	if err := c.setWriteDeadline(deadline); err != nil {
+		return err
 	}
 	for _, cut := range cuts {
 		if cut <= from {
@@ -190,12 +200,10 @@ func (c *Conn) writeSegments(buf []byte, cuts []int, from int) error {
 // how many bytes were written; it never waits for the socket. The tap sees
 // what was written, as for any Write.
 func (c *Conn) writeAvailable(buf []byte, cuts []int) int {
-	if c.opts.writeTimeout > 0 {
-		// A write deadline left by an earlier write may have passed, and
-		// would refuse this write; none is needed, as it cannot block.
-		if err := c.nc.SetWriteDeadline(time.Time{}); err != nil {
-			return 0
-		}
+	// A write deadline left by an earlier write may have passed, and would
+	// refuse this write; none is needed, as it cannot block.
+	if err := c.setWriteDeadline(time.Time{}); err != nil {
+		return 0
 	}
 	from := 0
 	for i := 0; i <= len(cuts); i++ {
@@ -213,4 +221,14 @@ func (c *Conn) writeAvailable(buf []byte, cuts []int) int {
 		}
 	}
 	return from
+}
+
+// setWriteDeadline gives the socket the write deadline d, unless it has it
+// already. Only the holder of the writing role calls it.
+func (c *Conn) setWriteDeadline(d time.Time) error {
+	if d.Equal(c.writeDeadline) {
+		return nil
+	}
+	c.writeDeadline = d
+	return c.nc.SetWriteDeadline(d)
 }
