@@ -96,7 +96,8 @@ func (c *claim) listenFair(ctx context.Context) (*fairListener, error) {
 	err := c.listen(ctx, func(sub *subscriber.Subscriber) error {
 		w, channel, err := c.directedWaiter(ctx, sub)
 		if err == nil {
-			fl = &fairListener{sub: sub, w: w, channel: channel}
+			c.listener = fairListener{sub: sub, w: w, channel: channel}
+			fl = &c.listener
 		}
 		return err
 	})
@@ -137,7 +138,7 @@ func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]stri
 }
 
 // fairAcquired reads the fair acquire script's reply, checking its shape:
-// {1, token > 0} or {0, PTTL, last token >= 0}.
+// token > 0, or {0, PTTL, last token >= 0}.
 func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAfter uint64) (*Lease, uint64, error) {
 	if err != nil {
 		if mayHaveRun(err) {
@@ -148,8 +149,8 @@ func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAft
 	e := v.Elems
 	valid := v.Type == resp.Array && len(e) >= 2 && e[0].Type == resp.Integer && e[1].Type == resp.Integer
 	switch {
-	case valid && e[0].Int == 1 && len(e) == 2 && e[1].Int > 0:
-		ls := c.newLease(uint64(e[1].Int), start, queuedAfter)
+	case v.Type == resp.Integer && v.Int > 0:
+		ls := c.newLease(uint64(v.Int), start, queuedAfter)
 		if ls == nil {
 			c.releaseInBackground()
 			return nil, 0, ErrClosed

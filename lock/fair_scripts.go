@@ -54,8 +54,9 @@ end
 // ARGV: owner, TTL ms, waiter id, channel, queue lease ms, "1" to queue or
 // "0" to only try, fence retention ms, hand-off window ms, "1" if an
 // earlier attempt of the claim may have queued it.
-// Returns {1, token} when the caller holds the lock, else {0, PTTL, the
-// last token handed out}.
+// Returns the token (an integer) when the caller holds the lock, the
+// commonest reply, which costs no array; else {0, PTTL, the last token
+// handed out}.
 //
 // An offer takes its waiter out of the queue, so an owner taking the lock
 // should never be queued; a claim that has queued and takes a free lock
@@ -76,7 +77,7 @@ if holder == owner then
 		redis.call('ZREM', KEYS[3], owner)
 		redis.call('HDEL', KEYS[4], owner)
 	end
-	return {1, issue(ARGV[7])}
+	return issue(ARGV[7])
 end
 if ARGV[6] == '1' then
 	local entry = (nowMs() + tonumber(ARGV[5])) .. ' ' .. ARGV[3] .. ' ' .. ARGV[4]

@@ -68,13 +68,15 @@ func onFake(t *testing.T, srv *redistest.Server, reply func(n int32, cmd []strin
 func TestABadFairReplyIsAnErrorNotALease(t *testing.T) {
 	srv := redistest.Start(t)
 	for name, bad := range map[string]string{
-		"token 0":          "*2\r\n:1\r\n:0\r\n",
-		"token -1":         "*2\r\n:1\r\n:-1\r\n",
-		"not an array":     ":1\r\n",
-		"short":            "*1\r\n:1\r\n",
-		"a string":         "*2\r\n:1\r\n$1\r\n5\r\n",
-		"unknown outcome":  "*2\r\n:2\r\n:5\r\n",
-		"queued, no token": "*2\r\n:0\r\n:5\r\n",
+		"token 0":                ":0\r\n",
+		"token -1":               ":-1\r\n",
+		"an earlier version's":   "*2\r\n:1\r\n:5\r\n",
+		"short":                  "*1\r\n:0\r\n",
+		"a string":               "$1\r\n5\r\n",
+		"queued, a string":       "*3\r\n:0\r\n:5\r\n$1\r\n5\r\n",
+		"unknown outcome":        "*3\r\n:2\r\n:5\r\n:5\r\n",
+		"queued, no token":       "*2\r\n:0\r\n:5\r\n",
+		"queued, negative token": "*3\r\n:0\r\n:5\r\n:-1\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {
 			l := onFake(t, srv, func(_ int32, cmd []string) string {

@@ -31,11 +31,23 @@ type keyNames struct {
 var suffixes = [...]string{":wanted", ":fence", ":queue", ":waiters", ":seq"}
 
 func (l *Locker) keyNames(key string) keyNames {
-	// Every acquire needs the names: they are cut from one string, laid
-	// out as <base>:wanted<base>:fence..., so they cost one allocation.
+	names, _ := l.claimStrings(key, false)
+	return names
+}
+
+// ownerLen is the length of an owner's token: 26 characters of a 32-letter
+// alphabet, 130 random bits, as crypto/rand.Text makes them.
+const ownerLen = 26
+
+const ownerAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+// claimStrings returns a lock's key names and, if asked, a new owner
+// token. Every acquire needs them: they are cut from one string, laid out
+// as <base>:wanted<base>:fence...<owner>, so they cost one allocation.
+func (l *Locker) claimStrings(key string, withOwner bool) (keyNames, string) {
 	baseLen := len(l.opts.Prefix) + len(key) + 2
 	var b strings.Builder
-	b.Grow(len(suffixes)*baseLen + len(":wanted:fence:queue:waiters:seq"))
+	b.Grow(len(suffixes)*baseLen + len(":wanted:fence:queue:waiters:seq") + ownerLen)
 	ends := [len(suffixes)]int{}
 	for i, suffix := range suffixes {
 		b.WriteString(l.opts.Prefix)
@@ -45,15 +57,23 @@ func (l *Locker) keyNames(key string) keyNames {
 		b.WriteString(suffix)
 		ends[i] = b.Len()
 	}
+	if withOwner {
+		var random [ownerLen]byte
+		_, _ = rand.Read(random[:]) // never fails (see crypto/rand.Read)
+		for _, r := range random {
+			b.WriteByte(ownerAlphabet[r%32])
+		}
+	}
 	all := b.String()
+	last := ends[len(ends)-1]
 	return keyNames{
 		lock:    all[:baseLen],
 		wanted:  all[:ends[0]],
 		fence:   all[ends[0]:ends[1]],
 		queue:   all[ends[1]:ends[2]],
 		waiters: all[ends[2]:ends[3]],
-		seq:     all[ends[3]:ends[4]],
-	}
+		seq:     all[ends[3]:last],
+	}, all[last:]
 }
 
 // fastKeys are the KEYS of the fast mode's scripts: lock, fence, wanted.
@@ -72,7 +92,7 @@ type claim struct {
 	l     *Locker
 	key   string
 	names keyNames
-	owner string    // 128 random bits
+	owner string    // 130 random bits (see claimStrings)
 	cmd   commander // where the lock's commands go
 	// asker is "<waiter-id> <channel>" where a hand-off reaches this
 	// claim's waiter; set by a fast-mode Lock before it first asks.
@@ -80,6 +100,10 @@ type claim struct {
 	// queued is set once a fair attempt may have queued the claim; only
 	// the goroutine of its Lock or TryLock uses it.
 	queued bool
+	// listener is a fair-mode claim's registration for hand-offs while
+	// it waits, kept here so that it costs no allocation more; only the
+	// goroutine of its Lock or TryLock uses it.
+	listener fairListener
 	// lease is the Lease that the claim lives in, made with it so that a
 	// claim that acquires costs no allocation more; it is given out only
 	// once acquired.
@@ -87,8 +111,8 @@ type claim struct {
 }
 
 func (l *Locker) newClaim(key string) *claim {
-	names := l.keyNames(key)
-	ls := &Lease{c: claim{l: l, key: key, names: names, owner: rand.Text(), cmd: l.nodes.commander(names.lock)}}
+	names, owner := l.claimStrings(key, true)
+	ls := &Lease{c: claim{l: l, key: key, names: names, owner: owner, cmd: l.nodes.commander(names.lock)}}
 	ls.c.lease = ls
 	return &ls.c
 }

@@ -229,7 +229,9 @@ func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.
 // cancelled release never leaves the lock held until its TTL. Whatever
 // ctx, Unlock returns within the release timeout: one that finds no reply
 // by then (a server that stopped answering, a half-open connection) is an
-// error matching conn.UncertainError, since the release may yet run.
+// error matching conn.UncertainError, since the release may yet run; the
+// connection it waited on is broken then, as the read timeout would break
+// it, and the Locker's next call dials a new one.
 // A release whose connection broke under it is sent again on a new
 // connection within the release timeout.
 //

@@ -37,11 +37,19 @@ func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 }
 
 // releaseWithin is releaseNow in the Locker's release style, bounded by the
-// release timeout.
+// release timeout. A context that cannot end gets the bound as a reply
+// deadline rather than a context deadline, so that the release reads its
+// own reply, with no goroutine to wake and no timer (see conn's package
+// doc): a server silent at the bound costs the connection, as the read
+// timeout would.
 func (c *claim) releaseWithin(ctx context.Context, w *lockstate.Write) error {
-	bounded, cancel := context.WithTimeout(ctx, c.l.opts.ReleaseTimeout)
+	by := time.Now().Add(c.l.opts.ReleaseTimeout)
+	if ctx.Done() == nil {
+		return c.releaseNow(conn.WithReplyDeadline(ctx, by), by, w, c.l.opts.ReleaseStyle)
+	}
+	bounded, cancel := context.WithDeadline(ctx, by)
 	defer cancel()
-	return c.releaseNow(bounded, w, c.l.opts.ReleaseStyle)
+	return c.releaseNow(bounded, by, w, c.l.opts.ReleaseStyle)
 }
 
 // releaseInBackground releases for an owner who is no longer waiting; it
@@ -49,7 +57,7 @@ func (c *claim) releaseWithin(ctx context.Context, w *lockstate.Write) error {
 // the owner, whatever the release style: the owner may never have held
 // the lock, which another may hold now.
 func (c *claim) releaseInBackground() {
-	c.l.inBackground(func(ctx context.Context) { _ = c.releaseNow(ctx, nil, lockconf.ReleasePingEval) })
+	c.l.inBackground(func(ctx context.Context) { _ = c.releaseNow(ctx, time.Time{}, nil, lockconf.ReleasePingEval) })
 }
 
 // withdrawInBackground ends the claim of a fast-mode waiter that gave up:
@@ -78,10 +86,11 @@ func (l *Locker) inBackground(fn func(ctx context.Context)) {
 }
 
 // releaseNow runs the release, or the write-back and release, retrying on
-// a new connection when the connection broke under it: every release
-// script compares the owner first, so running it twice is harmless.
-func (c *claim) releaseNow(ctx context.Context, w *lockstate.Write, style lockconf.ReleaseStyle) error {
-	var v retried
+// a new connection when the connection broke under it, until giveUp if it
+// is not zero: every release script compares the owner first, so running
+// it twice is harmless.
+func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.Write, style lockconf.ReleaseStyle) error {
+	v := retried{giveUp: giveUp}
 	var short, err error
 	for v.value, short, err = c.sendRelease(ctx, w, style); c.l.retrying(ctx, &v, err); {
 		v.value, short, err = c.sendRelease(ctx, w, style)
@@ -168,7 +177,7 @@ func (c *claim) sendPlainRelease(ctx context.Context, style lockconf.ReleaseStyl
 type retried struct {
 	value          resp.Value
 	firstUncertain error
-	giveUp         time.Time // when retrying stops
+	giveUp         time.Time // when retrying stops; zero until set by the caller or the first uncertain outcome
 }
 
 // retryUncertain runs op until it ends with something other than an
@@ -205,8 +214,9 @@ func stillUncertain(ctx context.Context, v retried, err error) error {
 // retrying reports whether to send again a command that ended with err:
 // when its connection broke with it in flight (an uncertain outcome),
 // while ctx lasts and within the release timeout of the first such
-// outcome, which it records in v. The client dials a new connection for
-// each retry, pacing itself with its backoff.
+// outcome (or v's own giveUp, if earlier), which it records in v. The
+// client dials a new connection for each retry, pacing itself with its
+// backoff.
 func (l *Locker) retrying(ctx context.Context, v *retried, err error) bool {
 	if err == nil {
 		return false
@@ -216,8 +226,10 @@ func (l *Locker) retrying(ctx context.Context, v *retried, err error) bool {
 		return false
 	}
 	if v.firstUncertain == nil {
-		v.firstUncertain, v.giveUp = err, time.Now().Add(l.opts.ReleaseTimeout)
-		return true
+		v.firstUncertain = err
+		if limit := time.Now().Add(l.opts.ReleaseTimeout); v.giveUp.IsZero() || limit.Before(v.giveUp) {
+			v.giveUp = limit
+		}
 	}
 	return time.Now().Before(v.giveUp)
 }

@@ -265,7 +265,17 @@ func runWith(ctx context.Context, c commander, s script, ping bool, keys, args [
 
 // command is EVALSHA, or EVAL with the source, of s.
 func (s script) command(eval bool, keys, args []string) []string {
-	cmd := make([]string, 0, 3+len(keys)+len(args))
+	return s.appendCommand(make([]string, 0, 3+len(keys)+len(args)), eval, keys, args)
+}
+
+// pingBatch is PING and a script's command, made in one allocation: a
+// release's, or any script sent behind a PING, whose arguments fit.
+type pingBatch struct {
+	cmds [2][]string
+	args [12]string
+}
+
+func (s script) appendCommand(cmd []string, eval bool, keys, args []string) []string {
 	if eval {
 		cmd = append(cmd, "EVAL", s.src)
 	} else {
@@ -277,16 +287,18 @@ func (s script) command(eval bool, keys, args []string) []string {
 }
 
 func (s script) call(ctx context.Context, c commander, eval, ping bool, keys, args []string, after [][]string) (resp.Value, []resp.Value, error) {
-	cmd := s.command(eval, keys, args)
 	var replies []resp.Value
 	var err error
 	switch {
 	case !ping && len(after) == 0:
-		v, err := c.Do(ctx, cmd...)
+		v, err := c.Do(ctx, s.command(eval, keys, args)...)
 		return v, nil, err
-	case ping && len(after) == 0:
-		replies, err = c.DoMulti(ctx, pingCommand, cmd)
+	case ping && len(after) == 0 && 3+len(keys)+len(args) <= len(pingBatch{}.args):
+		b := new(pingBatch)
+		b.cmds[0], b.cmds[1] = pingCommand, s.appendCommand(b.args[:0], eval, keys, args)
+		replies, err = c.DoMulti(ctx, b.cmds[:]...)
 	default:
+		cmd := s.command(eval, keys, args)
 		cmds := make([][]string, 0, 2+len(after))
 		if ping {
 			cmds = append(cmds, pingCommand)

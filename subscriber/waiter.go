@@ -223,16 +223,30 @@ func (s *Subscriber) Directed() (*Waiter, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	w := s.newWaiterLocked("")
+	w := s.newConfirmedWaiterLocked()
 	w.directed = true
 	s.directed[w.id] = w
-	w.confirmLocked(nil)
 	return w, nil
 }
 
 func (s *Subscriber) newWaiterLocked(key string) *Waiter {
 	s.nextID++
 	return &Waiter{s: s, key: key, id: s.nextID, wake: make(chan struct{}, 1), ready: make(chan struct{})}
+}
+
+// alreadyReady is the ready channel of waiters confirmed when made: one
+// channel, closed once, rather than one made and closed for each.
+var alreadyReady = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
+// newConfirmedWaiterLocked makes a waiter on the process's channel, whose
+// subscription is there already.
+func (s *Subscriber) newConfirmedWaiterLocked() *Waiter {
+	s.nextID++
+	return &Waiter{s: s, id: s.nextID, wake: make(chan struct{}, 1), ready: alreadyReady, confirmed: true}
 }
 
 // Wake delivers a value when the waiter should re-check: a release of its
