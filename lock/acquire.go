@@ -217,7 +217,8 @@ func (c *claim) listenFast(ctx context.Context) (*fastListener, error) {
 			return err
 		}
 		c.asker = formatAsker(handoff.ID(), channel)
-		early := &earlyAttempt{node: node, cmds: [][]string{l.scripts.acquire.command(false, c.names.fastKeys(), c.fastArgs(true))}, sent: make(chan sentAttempt, 1)}
+		// Armed only after the claim's first ask: it asks again.
+		early := &earlyAttempt{node: node, cmds: [][]string{l.scripts.acquire.command(false, c.names.fastKeys(), c.fastArgs(askAgain))}, sent: make(chan sentAttempt, 1)}
 		if l.waitCmd != nil {
 			early.cmds = append(early.cmds, l.waitCmd)
 		}
@@ -257,13 +258,28 @@ func (c *claim) stopReason(err error) error {
 	return err
 }
 
+// How an acquire asks the holder to let go (see acquireScript).
+const (
+	askNot   = "0"
+	askFirst = "1"
+	askAgain = "2"
+)
+
 // fastArgs are the acquire script's ARGV for this claim.
-func (c *claim) fastArgs(ask bool) []string {
-	askArg := "0"
-	if ask {
-		askArg = "1"
+func (c *claim) fastArgs(ask string) []string {
+	return []string{c.owner, c.l.ttlArg, ask, c.asker, c.l.retentionArg}
+}
+
+// askArg is how an attempt asks, and notes that the claim has asked.
+func (c *claim) askArg(ask bool) string {
+	switch {
+	case !ask:
+		return askNot
+	case c.asked:
+		return askAgain
 	}
-	return []string{c.owner, c.l.ttlArg, askArg, c.asker, c.l.retentionArg}
+	c.asked = true
+	return askFirst
 }
 
 // tryFast runs the acquire script once, with cmds in the same write. It
@@ -271,7 +287,7 @@ func (c *claim) fastArgs(ask bool) []string {
 // trying again: the current holder's remaining TTL.
 func (c *claim) tryFast(ctx context.Context, ask bool, cmds [][]string) (*Lease, time.Duration, []resp.Value, error) {
 	start := time.Now()
-	v, rest, short, err := c.l.runAcked(ctx, c.cmd, c.l.scripts.acquire, false, c.names.fastKeys(), c.fastArgs(ask), cmds)
+	v, rest, short, err := c.l.runAcked(ctx, c.cmd, c.l.scripts.acquire, false, c.names.fastKeys(), c.fastArgs(c.askArg(ask)), cmds)
 	ls, remaining, err := c.acquiredFast(start, v, err)
 	if ls == nil {
 		rest = nil

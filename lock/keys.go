@@ -97,6 +97,9 @@ type claim struct {
 	// asker is "<waiter-id> <channel>" where a hand-off reaches this
 	// claim's waiter; set by a fast-mode Lock before it first asks.
 	asker string
+	// asked is set once a fast-mode attempt of the claim has asked; only
+	// the goroutine of its Lock uses it.
+	asked bool
 	// queued is set once a fair attempt may have queued the claim; only
 	// the goroutine of its Lock or TryLock uses it.
 	queued bool

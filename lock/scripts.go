@@ -96,21 +96,23 @@ end
 `
 
 // acquireScript takes the lock if it is free, or confirms a hand-off to
-// the caller, and then issues a fencing token. Otherwise, with ARGV[3] set,
-// it asks the holder to let go.
-// ARGV: owner, TTL ms, "1" to ask ("0" from a claim that has never asked,
-// which has no request to take back), "<waiter-id> <channel>" of the
-// asker, fence retention ms. The list of requests lives a TTL after the
-// last attempt that asks, so that a request whose waiter died goes.
+// the caller, and then issues a fencing token. Otherwise, unless ARGV[3]
+// is "0", it asks the holder to let go.
+// ARGV: owner, TTL ms, how to ask ("0": not at all, from a claim that has
+// never asked, which has no request to take back; "1": a claim's first
+// ask, whose request cannot stand yet, so it saves the LPOS; "2": a later
+// one), "<waiter-id> <channel>" of the asker, fence retention ms. The list
+// of requests lives a TTL after the last attempt that asks, so that a
+// request whose waiter died goes.
 // It returns the new fencing token (> 0) on success; otherwise -1 - PTTL of
 // the lock, from which the time to look again is read back, or 0 for a
 // lock without a TTL. One integer, so the reply costs no allocation.
 var acquireScript = newScript(tokenPrelude + requestPrelude + `
 local holder = redis.call('GET', KEYS[1])
 if holder and holder ~= ARGV[1] then
-	if ARGV[3] == '1' then
+	if ARGV[3] ~= '0' then
 		local entry = ARGV[1] .. ' ' .. ARGV[4]
-		if not onList('LPOS', KEYS[3], entry) and redis.call('RPUSH', KEYS[3], entry) == 1 then
+		if (ARGV[3] == '1' or not onList('LPOS', KEYS[3], entry)) and onList('RPUSH', KEYS[3], entry) == 1 then
 			redis.call('PUBLISH', KEYS[3], '1')
 		end
 		redis.call('PEXPIRE', KEYS[3], ARGV[2])
@@ -120,8 +122,9 @@ if holder and holder ~= ARGV[1] then
 	return -1 - ttl
 end
 redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
--- A hand-off took the request off already.
-if ARGV[3] == '1' and holder ~= ARGV[1] then dropRequest(ARGV[1] .. ' ' .. ARGV[4]) end
+-- A hand-off took the request off already; a first ask that finds the
+-- lock free has none.
+if ARGV[3] == '2' and holder ~= ARGV[1] then dropRequest(ARGV[1] .. ' ' .. ARGV[4]) end
 return issue(ARGV[5])
 `)
 
