@@ -14,17 +14,17 @@ import (
 
 // Lock acquires the lock for key, waiting as long as ctx allows.
 //
-// In fast mode, with no other waiter for key in this process and none in
-// the last second, it tries at once. Otherwise, or if that fails, it
-// registers for the key's release
-// events, tries again (a release between the failed try and the
-// registration is not missed) asking the holder to let go, and then waits
-// for a release, a hand-off, or the holder's TTL to run out, whichever
-// comes first, before each further try. When a release is heard, the next
-// try is sent straight from the subscriber's reader, before this goroutine
-// is even scheduled: the head start the release order gives a waiter is
-// not spent waiting for a CPU. In fair mode it queues; see the package
-// doc.
+// In fast mode, on a key with no other waiter in this process and no
+// hand-on by this Locker in the last second, it tries at once. Otherwise,
+// or if that fails, it registers for hand-offs, tries again asking the
+// holder to let go (its request stands from then on, and a release hands
+// the lock to the first request), and waits for a hand-off, the holder's
+// TTL to run out, or a hand-off window, whichever comes first, before
+// each further try. After a window it also watches the key's release
+// events; when a release is heard, the next try is sent straight from
+// the subscriber's reader, before this goroutine is even scheduled: the
+// head start the release order gives a waiter is not spent waiting for a
+// CPU. In fair mode it queues; see the package doc.
 func (l *Locker) Lock(ctx context.Context, key string) (*Lease, error) {
 	ls, _, err := l.lock(ctx, key, nil)
 	return ls, err
@@ -91,11 +91,11 @@ func (l *Locker) startAcquire(ctx context.Context, key string) error {
 }
 
 // lockFast is Lock in fast mode. A key this process waits for, or waited
-// for lately, is contended: there the first attempt already asks, since
-// registering costs no command while the key's releases are still heard,
-// and an attempt that does not ask would only fail first.
+// for lately, or that this Locker's last release of it handed on, is
+// contended: there the first attempt already asks, since an attempt that
+// does not ask would only fail first.
 func (c *claim) lockFast(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
-	if !c.l.nodes.contended(c.names.lock) {
+	if !c.l.nodes.contended(c.names.lock) && !c.l.contention.lately(c.names.lock) {
 		ls, _, replies, err := c.tryFast(ctx, false, cmds)
 		if ls != nil || err != nil {
 			return ls, replies, err
@@ -104,16 +104,27 @@ func (c *claim) lockFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 	return c.waitFast(ctx, cmds)
 }
 
-// waitFast is Lock's wait in fast mode: register for the key's releases
-// and for hand-offs, try again asking the holder to let go, and wait
-// between tries.
+// waitFast is Lock's wait in fast mode: register for hand-offs, try again
+// asking the holder to let go, and wait between tries.
+//
+// The request does the work: every release of a lock with a request
+// standing hands it on, so a waiter whose request stands needs no release
+// event. It first waits without watching the key's releases, so that the
+// keyspace events of a busy lock (each SET of it with a TTL is one) do
+// not reach every waiting process. It looks again within a hand-off
+// window, and then watches the releases: a lock handed to a waiter that
+// never confirms, or one released by a client that does not hand on, is
+// caught by its keyspace event from then on.
 func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
 	l := c.l
-	ctx, cancel := context.WithCancel(ctx)
+	// The wait ends when ctx does or Close begins. The attempts keep the
+	// caller's ctx: one that cannot end reads its own reply (see conn),
+	// and Close breaks a call stuck on the server.
+	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(l.closing, cancel)()
 
-	ln, err := c.listenFast(ctx)
+	ln, err := c.listenFast(waitCtx, false)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -141,8 +152,9 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			// The key's slot moved: its releases are heard elsewhere
 			// now. Listen there, and try again, since a release may have
 			// gone unheard meanwhile.
+			watching := ln.release != nil
 			ln.close()
-			if ln, err = c.listenFast(ctx); err != nil {
+			if ln, err = c.listenFast(waitCtx, watching); err != nil {
 				c.withdrawInBackground()
 				return nil, nil, err
 			}
@@ -155,6 +167,9 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 		if r := l.nodes.recheck(); r > 0 && remaining > r {
 			remaining = r
 		}
+		if window := min(l.opts.TTL, handoffWindow); ln.release == nil && remaining > window {
+			remaining = window
+		}
 		if timer == nil {
 			timer = time.NewTimer(remaining)
 			defer timer.Stop()
@@ -162,51 +177,62 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			timer.Reset(remaining)
 		}
 		sent, withCmds = nil, nil
-		ln.early.armed.Store(true)
-		stopped := false
+		ln.arm()
+		stopped, timedOut := false, false
 		select {
-		case s := <-ln.early.sent:
+		case s := <-ln.earlySent():
 			sent = &s
 			// The wake-up that came with the hook is spent: left
 			// pending, it would be handed to the next waiter for nothing.
 			select {
-			case <-ln.release.Wake():
+			case <-ln.releaseWake():
 			default:
 			}
-		case <-ln.release.Wake():
+		case <-ln.releaseWake():
 		case <-ln.handoff.Wake():
 			withCmds = cmds
 		case <-timer.C:
-		case <-ctx.Done():
+			timedOut = true
+		case <-waitCtx.Done():
 			stopped = true
 		}
-		if sent == nil && !ln.early.armed.CompareAndSwap(true, false) {
+		if sent == nil && !ln.disarm() {
 			// The release hook fired meanwhile: its attempt is on its way.
 			s := <-ln.early.sent
 			sent = &s
 		}
 		if stopped {
 			c.withdrawInBackground()
-			return nil, nil, c.errorf("wait", c.stopReason(ctx.Err()))
+			return nil, nil, c.errorf("wait", c.stopReason(waitCtx.Err()))
+		}
+		if timedOut && ln.release == nil {
+			// A hand-off window went by with none: watch the releases
+			// from now on, then look again, since one may have gone
+			// unheard meanwhile.
+			if err := c.watchReleases(waitCtx, ln); err != nil {
+				c.withdrawInBackground()
+				return nil, nil, err
+			}
 		}
 	}
 }
 
 // fastListener is a fast-mode waiter's registrations, on the Subscriber
-// that hears the key's releases: for hand-offs, and for the releases,
-// whose hook sends the next attempt early.
+// that hears the key's releases: for hand-offs, and, once it watches them,
+// for the releases, whose hook sends the next attempt early.
 type fastListener struct {
 	sub     *subscriber.Subscriber
+	node    *conn.Client // where the early attempts go
 	handoff *subscriber.Waiter
-	release *subscriber.Waiter
-	early   *earlyAttempt
+	release *subscriber.Waiter // nil until the waiter watches the releases
+	early   *earlyAttempt      // nil until the waiter watches the releases
 }
 
-// listenFast registers the claim's waiter for hand-offs and releases, and
-// sets where a hand-off reaches it (c.asker).
-func (c *claim) listenFast(ctx context.Context) (*fastListener, error) {
-	l := c.l
-	node, err := l.nodes.node(ctx, c.names.lock)
+// listenFast registers the claim's waiter for hand-offs, and for the
+// releases if watch is set, and sets where a hand-off reaches it
+// (c.asker).
+func (c *claim) listenFast(ctx context.Context, watch bool) (*fastListener, error) {
+	node, err := c.l.nodes.node(ctx, c.names.lock)
 	if err != nil {
 		return nil, c.errorf("wait", c.stopReason(err))
 	}
@@ -217,17 +243,14 @@ func (c *claim) listenFast(ctx context.Context) (*fastListener, error) {
 			return err
 		}
 		c.asker = formatAsker(handoff.ID(), channel)
-		// Armed only after the claim's first ask: it asks again.
-		early := &earlyAttempt{node: node, cmds: [][]string{l.scripts.acquire.command(false, c.names.fastKeys(), c.fastArgs(askAgain))}, sent: make(chan sentAttempt, 1)}
-		if l.waitCmd != nil {
-			early.cmds = append(early.cmds, l.waitCmd)
+		ln = &fastListener{sub: sub, node: node, handoff: handoff}
+		if !watch {
+			return nil
 		}
-		release, err := sub.Watch(ctx, c.names.lock, subscriber.OnRelease(early.send))
-		if err != nil {
+		if err := c.watchOn(ctx, ln); err != nil {
 			handoff.Close()
 			return err
 		}
-		ln = &fastListener{sub: sub, handoff: handoff, release: release, early: early}
 		return nil
 	})
 	if err != nil {
@@ -236,12 +259,67 @@ func (c *claim) listenFast(ctx context.Context) (*fastListener, error) {
 	return ln, nil
 }
 
+// watchReleases adds the key's releases to what ln hears.
+func (c *claim) watchReleases(ctx context.Context, ln *fastListener) error {
+	if err := c.watchOn(ctx, ln); err != nil {
+		return c.errorf("wait", c.stopReason(err))
+	}
+	return nil
+}
+
+func (c *claim) watchOn(ctx context.Context, ln *fastListener) error {
+	l := c.l
+	// Armed only after the claim's first ask: it asks again.
+	early := &earlyAttempt{node: ln.node, cmds: [][]string{l.scripts.acquire.command(false, c.names.fastKeys(), c.fastArgs(askAgain))}, sent: make(chan sentAttempt, 1)}
+	if l.waitCmd != nil {
+		early.cmds = append(early.cmds, l.waitCmd)
+	}
+	release, err := ln.sub.Watch(ctx, c.names.lock, subscriber.OnRelease(early.send))
+	if err != nil {
+		return err
+	}
+	ln.release, ln.early = release, early
+	return nil
+}
+
 func (ln *fastListener) close() {
 	if ln == nil {
 		return // a listen that failed
 	}
-	ln.release.Close()
+	if ln.release != nil {
+		ln.release.Close()
+	}
 	ln.handoff.Close()
+}
+
+// releaseWake is the release waiter's wake-ups, or nil (never ready) while
+// the waiter does not watch the releases.
+func (ln *fastListener) releaseWake() <-chan struct{} {
+	if ln.release == nil {
+		return nil
+	}
+	return ln.release.Wake()
+}
+
+// earlySent is where the release hook reports an attempt, or nil.
+func (ln *fastListener) earlySent() <-chan sentAttempt {
+	if ln.early == nil {
+		return nil
+	}
+	return ln.early.sent
+}
+
+// arm lets the release hook send the next attempt, while the waiter sleeps.
+func (ln *fastListener) arm() {
+	if ln.early != nil {
+		ln.early.armed.Store(true)
+	}
+}
+
+// disarm takes the next attempt back from the release hook; false if the
+// hook has sent it already.
+func (ln *fastListener) disarm() bool {
+	return ln.early == nil || ln.early.armed.CompareAndSwap(true, false)
 }
 
 // formatAsker is where a hand-off reaches a waiter, as a request names it.

@@ -42,6 +42,16 @@
 // all. Waiters that have not asked yet still race, with the head start
 // above; so does any Lock when the list has run dry.
 //
+// Since a waiter whose request stands is handed the lock by the release
+// itself, it does not watch the key's keyspace events at first: on a busy
+// lock every SET with a TTL (each acquire, hand-off and confirmation) is
+// one, and they would reach every waiting process. It looks again after a
+// hand-off window (see below), and watches the events from then on, so
+// that a lock handed to a waiter that never confirms, or released by a
+// client that does not hand on, reaches it when it frees. A Lock on a key
+// that this process waits for, or that the Locker's last release of it
+// handed on within the last second, asks at its first attempt.
+//
 // Hand-off windows. A lock handed to a waiter (in either mode) is set with
 // a TTL of 500ms, or the lock's TTL if shorter, until the waiter confirms:
 // its confirmation sets its own TTL, and its lease's deadline counts from

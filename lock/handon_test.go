@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/resp"
 )
 
 // requestsOf is how many fast-mode requests stand for key.
@@ -141,4 +142,63 @@ func TestFastToleratesAnEarlierVersionsRequest(t *testing.T) {
 	srv.Do(t, "SET", "baton:{k}:wanted", "EARLIERVERSIONOWNERXXXXXXX 7 baton:wake:gone", "PX", "10000")
 	mustUnlock(t, again)
 	require.False(t, mustInspect(t, holder, "k").Held)
+}
+
+// A lock handed to a waiter that never confirms (alive, but stalled: its
+// process still hears the hand-off) is free again when the hand-off window
+// runs out, and the waiter behind it gets it within a window after that,
+// although the holder it first saw had a minute's TTL.
+func TestFastWaiterBehindAStalledHandOffGetsTheLock(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := open(t, srv, lock.WithTTL(time.Minute))
+	held := mustLock(t, holder, "k")
+
+	stalled := redistest.DialRaw(t, srv.Addr)
+	stalled.RoundTrip(t, resp.AppendCommand(nil, "SUBSCRIBE", "stalled-process"), 1)
+	srv.Do(t, "RPUSH", "baton:{k}:wanted", "STALLEDOWNERXXXXXXXXXXXXXX 1 stalled-process")
+
+	behind := open(t, srv, lock.WithTTL(time.Minute))
+	got := make(chan time.Time, 1)
+	go func() {
+		ls, err := behind.Lock(context.Background(), "k")
+		if assert.NoError(t, err) {
+			got <- time.Now()
+			assert.NoError(t, ls.Unlock(context.Background()))
+		}
+	}()
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 2 }, 5*time.Second, time.Millisecond)
+	released := time.Now()
+	mustUnlock(t, held)
+	require.Equal(t, "STALLEDOWNERXXXXXXXXXXXXXX", srv.Do(t, "GET", "baton:{k}").Str, "handed to the stalled waiter first")
+	select {
+	case at := <-got:
+		took := at.Sub(released)
+		t.Logf("the waiter behind got the lock %v after the release", took)
+		require.Greater(t, took, 400*time.Millisecond, "not before the window ran out")
+		require.Less(t, took, 1500*time.Millisecond, "within a window of it")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter behind never got the lock")
+	}
+}
+
+// Under contention the waiters wait on their requests, not on the key's
+// release events: no process subscribes to the lock's keyspace channel,
+// so the events of every SET of it reach nobody.
+func TestFastWaitersUnderContentionHearNoKeyspaceEvents(t *testing.T) {
+	srv := redistest.Start(t)
+	lockers := []*lock.Locker{open(t, srv), open(t, srv), open(t, srv), open(t, srv)}
+	subscribes := callsOf(t, srv, "subscribe")
+	var wg sync.WaitGroup
+	for _, l := range lockers {
+		wg.Go(func() {
+			for range 100 {
+				ls := mustLock(t, l, "k")
+				srv.Do(t, "INCR", "n")
+				mustUnlock(t, ls)
+			}
+		})
+	}
+	wg.Wait()
+	require.Equal(t, "400", srv.Do(t, "GET", "n").Str)
+	require.Zero(t, callsOf(t, srv, "subscribe")-subscribes, "no keyspace subscription")
 }

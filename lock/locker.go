@@ -38,6 +38,10 @@ type Locker struct {
 	// set once in newLocker.
 	waitCmd []string
 
+	// contention remembers the locks that this Locker's releases handed
+	// on lately.
+	contention contention
+
 	background sync.WaitGroup // releases that outlive their callers, watchdogs, lease timers
 	// closing is done when Close begins: waiting Locks give up.
 	closing context.Context

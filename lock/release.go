@@ -115,11 +115,14 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.W
 			return c.errorf("unlock", &conn.UncertainError{Cause: short})
 		}
 	} else {
-		n, err := integerReply(v.value, 0, 1)
+		n, err := integerReply(v.value, 0, 2)
 		if err != nil {
 			return c.errorf("unlock", err)
 		}
-		done = n == 1
+		done = n >= 1
+		if n == 2 {
+			c.l.contention.handedOn(c.names.lock)
+		}
 	}
 	switch {
 	case done:

@@ -162,11 +162,12 @@ end
 
 // releaseScript releases the lock if the caller still owns it: it hands
 // it to the standing asker, if any, or deletes it.
-// KEYS: lock, wanted. ARGV: owner token, hand-off window ms. Returns 1 if
-// released, 0 if not held.
+// KEYS: lock, wanted. ARGV: owner token, hand-off window ms. Returns 2 if
+// handed on, 1 if deleted, 0 if not held.
 var releaseScript = newScript(handOffPrelude + `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if not handOff(KEYS[2], ARGV[1], ARGV[2]) then redis.call('DEL', KEYS[1]) end
+if handOff(KEYS[2], ARGV[1], ARGV[2]) then return 2 end
+redis.call('DEL', KEYS[1])
 return 1
 `)
 
