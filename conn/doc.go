@@ -8,7 +8,9 @@
 // meant to be used. Commands from many goroutines are appended to one buffer
 // and leave in shared writes: a Do, DoMulti or DoPush caller that finds no
 // write in progress writes for everyone who queued meanwhile, so there is no
-// hand-off for a lone caller. [Conn.Start] never waits for the socket: it
+// hand-off for a lone caller. One that finds other calls in flight first
+// yields its thread once (runtime.Gosched), so that callers about to send
+// again queue behind it and share its write. [Conn.Start] never waits for the socket: it
 // writes at once only what the socket takes without blocking (TCP and unix
 // sockets), and leaves the rest to a writer goroutine, which the Conn starts
 // when needed and which returns once nothing is left to write. Bytes leave in

@@ -3,6 +3,7 @@ package conn
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/batonlock/baton/resp"
@@ -35,6 +36,14 @@ func (c *Conn) send(ctx context.Context, cl *call, cmds ...[]string) error {
 	}
 	if !c.writing {
 		c.writing = true
+		if c.pending.len() > 1 {
+			// Other calls are in flight, so their callers are about to
+			// send again: let those that are ready queue behind this
+			// one first, and write them all at once.
+			c.mu.Unlock()
+			runtime.Gosched()
+			c.mu.Lock()
+		}
 		c.flushLocked()
 		c.writing = false
 	}
