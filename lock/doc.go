@@ -10,16 +10,18 @@
 // script is valid on Redis Cluster; a key that would break that (one that
 // begins with '}') is refused with ErrInvalid.
 //
-// Fast mode, the default. Waiters in other processes hear of a release
-// through keyspace notifications (package subscriber). The release is PING
-// and the compare-and-delete EVALSHA in one write: Redis then reads both in
-// one pass and, because it writes pending replies newest client first,
-// writes the notification to the waiters before the releaser's reply. A
-// waiter thus gets a head start on the releaser's next acquire. That is a
-// head start, not a guarantee: on servers that order writes otherwise (I/O
-// threads, proxies) it falls back to a plain race, never to a correctness
-// problem. A waiter that misses a notification retries when the holder's
-// TTL runs out.
+// Fast mode, the default. Waiters in other processes that have asked for
+// the lock are handed it by the release itself (below); the others hear of
+// a release through keyspace notifications (package subscriber), and so,
+// after a hand-off window, do waiters whose request has not been served.
+// The release is PING and the compare-and-delete EVALSHA in one write:
+// Redis then reads both in one pass and, because it writes pending replies
+// newest client first, writes the notification to the waiters before the
+// releaser's reply. A waiter thus gets a head start on the releaser's next
+// acquire. That is a head start, not a guarantee: on servers that order
+// writes otherwise (I/O threads, proxies) it falls back to a plain race,
+// never to a correctness problem. A waiter that misses a notification
+// retries when the holder's TTL runs out.
 //
 // Requests and hand-offs. A waiter that found the lock held must not be
 // passed over by a holder that releases and locks again in a tight loop,
