@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -201,4 +202,47 @@ func TestFastWaitersUnderContentionHearNoKeyspaceEvents(t *testing.T) {
 	wg.Wait()
 	require.Equal(t, "400", srv.Do(t, "GET", "n").Str)
 	require.Zero(t, callsOf(t, srv, "subscribe")-subscribes, "no keyspace subscription")
+}
+
+// A waiter that gives up after the lock was handed to it hands it on, as
+// a release does: the waiter behind it, which waits for its hand-off and
+// not for the key's events, gets it at once.
+func TestFastWaiterThatGivesUpHandsOnALockHandedToIt(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := open(t, srv)
+	held := mustLock(t, holder, "k")
+	quitter := open(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := quitter.Lock(ctx, "k")
+		errs <- err
+	}()
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	stayer := open(t, srv)
+	got := make(chan time.Time, 1)
+	go func() {
+		ls, err := stayer.Lock(context.Background(), "k")
+		if assert.NoError(t, err) {
+			got <- time.Now()
+			assert.NoError(t, ls.Unlock(context.Background()))
+		}
+	}()
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 2 }, 5*time.Second, time.Millisecond)
+
+	// Hand the lock to the quitter, as a release would, and let it go
+	// before it confirms.
+	quitterOwner := strings.Fields(srv.Do(t, "LPOP", "baton:{k}:wanted").Str)[0]
+	srv.Do(t, "SET", "baton:{k}", quitterOwner, "PX", "10000")
+	gaveUp := time.Now()
+	cancel()
+	require.ErrorIs(t, <-errs, context.Canceled)
+	select {
+	case at := <-got:
+		t.Logf("the waiter behind got the lock %v after the other gave up", at.Sub(gaveUp))
+		require.Less(t, at.Sub(gaveUp), 250*time.Millisecond, "handed on, not found at a look after the hand-off window")
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiter behind never got the lock")
+	}
+	require.ErrorIs(t, held.Unlock(context.Background()), lock.ErrNotHeld)
 }

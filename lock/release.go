@@ -67,7 +67,7 @@ func (c *claim) releaseInBackground() {
 func (c *claim) withdrawInBackground() {
 	c.l.inBackground(func(ctx context.Context) {
 		_, _ = c.l.retryUncertain(ctx, func(ctx context.Context) (resp.Value, error) {
-			return run(ctx, c.cmd, withdrawScript, false, c.names.fastKeys(), c.owner, c.asker)
+			return run(ctx, c.cmd, withdrawScript, false, c.names.fastKeys(), c.owner, c.asker, c.l.windowArg)
 		})
 	})
 }

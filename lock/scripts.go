@@ -89,7 +89,9 @@ end
 
 // requestPrelude defines dropRequest(entry): the request entry leaves the
 // list at KEYS[3], once its claim acquires or gives up.
-const requestPrelude = listPrelude + `
+const requestPrelude = listPrelude + dropRequestFunc
+
+const dropRequestFunc = `
 local function dropRequest(entry)
 	onList('LREM', KEYS[3], 1, entry)
 end
@@ -131,11 +133,15 @@ return issue(ARGV[5])
 // withdrawScript ends the claim of a fast waiter that gave up: it takes
 // back its request, so that the lock is not handed to nobody, and releases
 // a lock handed to it meanwhile (or taken by an attempt whose reply never
-// came). ARGV: owner, "<waiter-id> <channel>" of its request, "" if it
-// never asked.
-var withdrawScript = newScript(requestPrelude + `
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+// came), handing it on as a release does: the waiters behind wait for
+// their hand-off, not for the key's events. ARGV: owner,
+// "<waiter-id> <channel>" of its request, "" if it never asked, hand-off
+// window ms.
+var withdrawScript = newScript(listPrelude + dropRequestFunc + handOffFunc + `
 if ARGV[2] ~= '' then dropRequest(ARGV[1] .. ' ' .. ARGV[2]) end
+if redis.call('GET', KEYS[1]) == ARGV[1] and not handOff(KEYS[3], ARGV[1], ARGV[3]) then
+	redis.call('DEL', KEYS[1])
+end
 return 1
 `)
 
@@ -146,7 +152,9 @@ return 1
 // returns true. A request whose waiter nobody hears (its process is gone),
 // or owner's own, is dropped and the next is tried; with none left it
 // returns false: the caller keeps or deletes the lock.
-const handOffPrelude = listPrelude + `
+const handOffPrelude = listPrelude + handOffFunc
+
+const handOffFunc = `
 local function handOff(wanted, owner, window)
 	while true do
 		local asker = onList('LPOP', wanted)
