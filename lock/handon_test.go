@@ -87,39 +87,54 @@ func TestFastReleaserAsksBehindTheWaiters(t *testing.T) {
 	wait()
 }
 
+// lineUp starts two waiters for key behind the holder of srv's lock, each
+// once the one before has asked: a quitter, which gives up when cancel is
+// called and reports its error on quit, and a stayer, which reports its
+// lease and when it got it on stayed.
+func lineUp(t *testing.T, srv *redistest.Server, key string) (cancel context.CancelFunc, quit <-chan error, stayed <-chan acquired) {
+	t.Helper()
+	quitter := open(t, srv)
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 1)
+	go func() {
+		_, err := quitter.Lock(ctx, key)
+		errs <- err
+	}()
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, key) == 1 }, 5*time.Second, time.Millisecond)
+	stayer := open(t, srv)
+	got := make(chan acquired, 1)
+	go func() {
+		ls, err := stayer.Lock(context.Background(), key)
+		assert.NoError(t, err)
+		got <- acquired{ls, time.Now()}
+	}()
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, key) == 2 }, 5*time.Second, time.Millisecond)
+	return cancel, errs, got
+}
+
+type acquired struct {
+	ls *lock.Lease
+	at time.Time
+}
+
 // A waiter that gives up takes its request back, and leaves the one
 // behind it first in line.
 func TestFastCancelledWaiterLeavesTheLine(t *testing.T) {
 	srv := redistest.Start(t)
 	holder := open(t, srv)
 	held := mustLock(t, holder, "k")
-	quitter := open(t, srv)
-	ctx, cancel := context.WithCancel(context.Background())
-	errs := make(chan error, 1)
-	go func() {
-		_, err := quitter.Lock(ctx, "k")
-		errs <- err
-	}()
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
-	stayer := open(t, srv)
-	stayed := make(chan *lock.Lease, 1)
-	go func() {
-		ls, err := stayer.Lock(context.Background(), "k")
-		assert.NoError(t, err)
-		stayed <- ls
-	}()
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 2 }, 5*time.Second, time.Millisecond)
+	cancel, quit, stayed := lineUp(t, srv, "k")
 	cancel()
-	require.ErrorIs(t, <-errs, context.Canceled)
+	require.ErrorIs(t, <-quit, context.Canceled)
 	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
 	first := srv.Do(t, "LINDEX", "baton:{k}:wanted", "0").Str
 
 	mustUnlock(t, held)
 	info := mustInspect(t, holder, "k")
 	require.Equal(t, first[:8], info.Holder, "handed to the stayer's request")
-	ls := <-stayed
-	require.NotNil(t, ls)
-	mustUnlock(t, ls)
+	got := <-stayed
+	require.NotNil(t, got.ls)
+	mustUnlock(t, got.ls)
 }
 
 // An earlier version of baton kept one request, a string, where fast mode
@@ -211,24 +226,7 @@ func TestFastWaiterThatGivesUpHandsOnALockHandedToIt(t *testing.T) {
 	srv := redistest.Start(t)
 	holder := open(t, srv)
 	held := mustLock(t, holder, "k")
-	quitter := open(t, srv)
-	ctx, cancel := context.WithCancel(context.Background())
-	errs := make(chan error, 1)
-	go func() {
-		_, err := quitter.Lock(ctx, "k")
-		errs <- err
-	}()
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
-	stayer := open(t, srv)
-	got := make(chan time.Time, 1)
-	go func() {
-		ls, err := stayer.Lock(context.Background(), "k")
-		if assert.NoError(t, err) {
-			got <- time.Now()
-			assert.NoError(t, ls.Unlock(context.Background()))
-		}
-	}()
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 2 }, 5*time.Second, time.Millisecond)
+	cancel, quit, stayed := lineUp(t, srv, "k")
 
 	// Hand the lock to the quitter, as a release would, and let it go
 	// before it confirms.
@@ -236,11 +234,13 @@ func TestFastWaiterThatGivesUpHandsOnALockHandedToIt(t *testing.T) {
 	srv.Do(t, "SET", "baton:{k}", quitterOwner, "PX", "10000")
 	gaveUp := time.Now()
 	cancel()
-	require.ErrorIs(t, <-errs, context.Canceled)
+	require.ErrorIs(t, <-quit, context.Canceled)
 	select {
-	case at := <-got:
-		t.Logf("the waiter behind got the lock %v after the other gave up", at.Sub(gaveUp))
-		require.Less(t, at.Sub(gaveUp), 250*time.Millisecond, "handed on, not found at a look after the hand-off window")
+	case got := <-stayed:
+		require.NotNil(t, got.ls)
+		t.Logf("the waiter behind got the lock %v after the other gave up", got.at.Sub(gaveUp))
+		require.Less(t, got.at.Sub(gaveUp), 250*time.Millisecond, "handed on, not found at a look after the hand-off window")
+		mustUnlock(t, got.ls)
 	case <-time.After(5 * time.Second):
 		t.Fatal("the waiter behind never got the lock")
 	}
