@@ -127,7 +127,8 @@
 //     than the lock's expiry in Redis. Every lease counts its TTL from a
 //     moment before its acquire (or confirmation, or extension) was sent,
 //     with the TTL the server got (TTLs are sent rounded up to the
-//     millisecond). This rests on the client's and the server's clocks
+//     millisecond), less a millisecond for the grain of the server's
+//     expiry clock. This rests on the client's and the server's clocks
 //     running at the same rate, and on the server not evicting keys: Open
 //     refuses an evicting maxmemory-policy (New leaves it to its caller). A
 //     restart without persistence, or a failover to a replica that had not

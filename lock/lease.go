@@ -46,7 +46,7 @@ const (
 func (c *claim) newLease(token uint64, start time.Time, queuedAfter uint64) *Lease {
 	l := c.l
 	ls := c.lease
-	ls.token, ls.queuedAfter, ls.deadline = token, queuedAfter, start.Add(l.opts.TTL)
+	ls.token, ls.queuedAfter, ls.deadline = token, queuedAfter, leaseEnd(start, l.opts.TTL)
 	if l.opts.AutoExtend {
 		ls.stop = make(chan struct{})
 	}
@@ -159,8 +159,24 @@ func (ls *Lease) extendTo(start time.Time, ttl time.Duration) bool {
 	if ls.state != held {
 		return false
 	}
-	ls.deadline = start.Add(ttl)
+	ls.deadline = leaseEnd(start, ttl)
 	return true
+}
+
+// expiryGrain is how finely the server keeps a key's expiry: whole
+// milliseconds, taken from a clock it does not read afresh for every
+// command (a script's time is its start's), so that a lock may expire up
+// to about a millisecond before its TTL has run from the moment it was
+// set. It was seen once under load: another owner acquired 0.65 ms before
+// a fair lease's deadline (TestAFairHandOffLearntAtARenewalEndsBeforeTheLock).
+const expiryGrain = time.Millisecond
+
+// leaseEnd is the local deadline of a lease whose lock was set with ttl
+// by a command sent at start: a grain short of start+ttl (or half the TTL
+// short, for a TTL under two grains), so that it is never later than the
+// lock's expiry in Redis.
+func leaseEnd(start time.Time, ttl time.Duration) time.Time {
+	return start.Add(ttl - min(expiryGrain, ttl/2))
 }
 
 // Extend resets the lock's TTL to ttl if this lease still owns it. It
