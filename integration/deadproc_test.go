@@ -88,7 +88,8 @@ func TestADeadProcess(t *testing.T) {
 				require.NoError(t, err)
 				defer live.close()
 				got := make(chan time.Time, 1)
-				errs := make(chan error, 1)
+				errs := make(chan error, 1)     // the Lock's, if it failed
+				unlocked := make(chan error, 1) // the Unlock's, once it held
 				go func() {
 					lease, err := live.locker.Lock(ctx, "k")
 					if err != nil {
@@ -96,7 +97,7 @@ func TestADeadProcess(t *testing.T) {
 						return
 					}
 					got <- time.Now()
-					errs <- lease.Unlock(ctx)
+					unlocked <- lease.Unlock(ctx)
 				}()
 				waitQueued(t, holder.locker, "k", dead+1)
 				for _, w := range workers {
@@ -113,7 +114,7 @@ func TestADeadProcess(t *testing.T) {
 				case <-time.After(deadQueuedBound):
 					t.Fatalf("the live waiter did not get the lock within %v of the release", deadQueuedBound)
 				}
-				require.NoError(t, <-errs)
+				require.NoError(t, <-unlocked)
 			})
 		}
 	})
