@@ -96,23 +96,24 @@ func (c *Client) Current() *Conn {
 // or it broke. Only one caller dials at a time; the others wait for it. A
 // reply deadline on ctx (WithReplyDeadline) bounds the dial and the wait.
 func (c *Client) Conn(ctx context.Context) (*Conn, error) {
-	if cn := c.usable(); cn != nil {
-		return cn, nil
-	}
-	ctx, cancel := withReplyBound(ctx)
-	defer cancel()
+	bounded := false
 	for {
 		c.mu.Lock()
 		if c.closed {
 			c.mu.Unlock()
 			return nil, ErrClosed
 		}
-		// failed, not Err: a call notices a dead idle connection itself
-		// (see Do), without a look at the socket every time.
-		if c.conn != nil && !c.conn.failed() {
-			cn := c.conn
+		if cn := c.usableLocked(); cn != nil {
 			c.mu.Unlock()
 			return cn, nil
+		}
+		if !bounded {
+			// Only now, so that a call on a live connection costs no
+			// context.
+			var cancel context.CancelFunc
+			ctx, cancel = withReplyBound(ctx)
+			defer cancel()
+			bounded = true
 		}
 		if c.dialing != nil {
 			wait := c.dialing
@@ -160,13 +161,11 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 	}
 }
 
-// usable returns the current connection if it has not failed, as far as it
-// knows: a call notices a dead idle connection itself (see Do), without a
-// look at the socket every time.
-func (c *Client) usable() *Conn {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closed || c.conn == nil || c.conn.failed() {
+// usableLocked returns the current connection if it has not failed, as far
+// as it knows (failed, not Err): a call notices a dead idle connection
+// itself (see Do), without a look at the socket every time.
+func (c *Client) usableLocked() *Conn {
+	if c.conn == nil || c.conn.failed() {
 		return nil
 	}
 	return c.conn
