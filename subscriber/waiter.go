@@ -99,7 +99,7 @@ func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption, 
 		s.mu.Unlock()
 		return nil, err
 	}
-	w := s.newWaiterLocked(key)
+	w := s.newWaiterLocked(key, false)
 	for _, o := range opts {
 		o(w)
 	}
@@ -223,31 +223,31 @@ func (s *Subscriber) Directed() (*Waiter, error) {
 	if s.closed {
 		return nil, ErrClosed
 	}
-	w := s.newConfirmedWaiterLocked()
+	w := s.newWaiterLocked("", true)
 	w.directed = true
 	s.directed[w.id] = w
 	return w, nil
 }
 
-func (s *Subscriber) newWaiterLocked(key string) *Waiter {
+// newWaiterLocked makes a waiter on key. One made confirmed is on a
+// channel subscribed already (the process's, for a directed waiter), and
+// shares one ready channel, closed once, rather than making and closing
+// one of its own.
+func (s *Subscriber) newWaiterLocked(key string, confirmed bool) *Waiter {
 	s.nextID++
-	return &Waiter{s: s, key: key, id: s.nextID, wake: make(chan struct{}, 1), ready: make(chan struct{})}
+	w := &Waiter{s: s, key: key, id: s.nextID, wake: make(chan struct{}, 1), ready: alreadyReady, confirmed: confirmed}
+	if !confirmed {
+		w.ready = make(chan struct{})
+	}
+	return w
 }
 
-// alreadyReady is the ready channel of waiters confirmed when made: one
-// channel, closed once, rather than one made and closed for each.
+// alreadyReady is the ready channel of waiters confirmed when made.
 var alreadyReady = func() chan struct{} {
 	ch := make(chan struct{})
 	close(ch)
 	return ch
 }()
-
-// newConfirmedWaiterLocked makes a waiter on the process's channel, whose
-// subscription is there already.
-func (s *Subscriber) newConfirmedWaiterLocked() *Waiter {
-	s.nextID++
-	return &Waiter{s: s, id: s.nextID, wake: make(chan struct{}, 1), ready: alreadyReady, confirmed: true}
-}
 
 // Wake delivers a value when the waiter should re-check: a release of its
 // key, a directed message, a reconnect, or the Subscriber closing.
