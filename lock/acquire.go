@@ -211,7 +211,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			// unheard meanwhile.
 			if err := c.watchReleases(waitCtx, ln); err != nil {
 				c.withdrawInBackground()
-				return nil, nil, err
+				return nil, nil, c.errorf("wait", c.stopReason(err))
 			}
 		}
 	}
@@ -247,7 +247,7 @@ func (c *claim) listenFast(ctx context.Context, watch bool) (*fastListener, erro
 		if !watch {
 			return nil
 		}
-		if err := c.watchOn(ctx, ln); err != nil {
+		if err := c.watchReleases(ctx, ln); err != nil {
 			handoff.Close()
 			return err
 		}
@@ -259,15 +259,9 @@ func (c *claim) listenFast(ctx context.Context, watch bool) (*fastListener, erro
 	return ln, nil
 }
 
-// watchReleases adds the key's releases to what ln hears.
+// watchReleases adds the key's releases to what ln hears, with the hook
+// that sends the next attempt early.
 func (c *claim) watchReleases(ctx context.Context, ln *fastListener) error {
-	if err := c.watchOn(ctx, ln); err != nil {
-		return c.errorf("wait", c.stopReason(err))
-	}
-	return nil
-}
-
-func (c *claim) watchOn(ctx context.Context, ln *fastListener) error {
 	l := c.l
 	// Armed only after the claim's first ask: it asks again.
 	early := &earlyAttempt{node: ln.node, cmds: [][]string{l.scripts.acquire.command(false, c.names.fastKeys(), c.fastArgs(askAgain))}, sent: make(chan sentAttempt, 1)}
