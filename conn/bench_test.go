@@ -21,8 +21,9 @@ import (
 // impl=raw writes and reads in the calling goroutine; impl=handoff reads in
 // a second goroutine that hands each reply to the caller over a channel,
 // the least that any connection with a dedicated reader goroutine pays.
-// impl=conn-spin is Conn.Do with callers that spin for their reply
-// (WithSpinWait). Compare them with
+// impl=conn-cancellable is Conn.Do under a context that can end, which
+// reads between frames (see lead.go); impl=conn-spin is Conn.Do with
+// callers that spin for their reply (WithSpinWait). Compare them with
 //
 //	benchstat -col /impl
 func BenchmarkDo(b *testing.B) {
@@ -57,14 +58,18 @@ func BenchmarkDo(b *testing.B) {
 			}
 		}
 	})
-	for _, impl := range []string{"conn", "conn-spin"} {
+	for _, impl := range []string{"conn", "conn-cancellable", "conn-spin"} {
 		b.Run("impl="+impl, func(b *testing.B) {
 			var opts []conn.Option
 			if impl == "conn-spin" {
 				opts = append(opts, conn.WithSpinWait(benchSpinWait))
 			}
 			c := dial(b, srv.Addr, opts...)
-			ctx := context.Background()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if impl != "conn-cancellable" {
+				ctx = context.Background()
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := c.Do(ctx, "PING"); err != nil {

@@ -41,11 +41,20 @@ type Conn struct {
 	// Deadlines (deadline.go).
 	withReplyBy   int       // guarded by mu: calls in flight with a reply deadline
 	readDeadline  time.Time // guarded by mu: the socket's read deadline, as last set
+	readFrom      time.Time // guarded by mu: when the wait for the next bytes began, for the read timeout
+	resumeRead    bool      // guarded by mu: the next read goes on with a wait that was cut short (readFrom stands)
 	writeDeadline time.Time // the holder of the writing role's: the socket's write deadline, as last set
 
 	// The reading role of a direct connection, guarded by mu.
 	reading   bool      // a caller, or a reader goroutine, is reading replies
 	idleSince time.Time // when the last reply due was read
+
+	// Interrupts (lead.go), guarded by mu.
+	interruptible bool // the reader is a caller whose context can end
+	interrupted   bool // its context ended: the read deadline is held in the past
+	// interruptFunc is interrupt as a value made once, for
+	// context.AfterFunc. Set by newConn.
+	interruptFunc func()
 
 	stopped    chan struct{} // closed when err is set
 	readerDone chan struct{} // closed when the reader goroutine has returned; at once on a direct connection
@@ -77,7 +86,7 @@ func newConn(nc net.Conn, o options) *Conn {
 		readerOpts = append([]resp.ReaderOption{resp.WithRESP2()}, readerOpts...)
 	}
 	c.rd = resp.NewReader(&deadlineReader{c: c}, readerOpts...)
-	c.startReader = c.readWhileDue
+	c.startReader, c.interruptFunc = c.readWhileDue, c.interrupt
 	if c.direct {
 		close(c.readerDone)
 	} else {

@@ -14,10 +14,9 @@ import (
 // commands, and a Client's dial or redial made for it.
 //
 // Unlike a context deadline, a reply deadline leaves Done nil when ctx's is
-// nil, so a caller who gives a bound, but never gives up sooner, still reads
-// its reply from the socket itself (see the package doc), and the bound
-// costs no timer. It suits a caller that needs an upper bound on a call
-// rather than the freedom to walk away from it: a reply cut off at the
+// nil, so the bound costs no timer, and the call no watch on its context
+// (see the package doc). It suits a caller that needs an upper bound on a
+// call rather than the freedom to walk away from it: a reply cut off at the
 // deadline costs the connection.
 func WithReplyDeadline(ctx context.Context, t time.Time) context.Context {
 	return &replyDeadlineCtx{Context: ctx, by: t}
@@ -76,23 +75,24 @@ func (c *Conn) replyByLocked() time.Time {
 }
 
 // readDeadlineLocked is the deadline for the next socket read: none while
-// no reply is due, else the read timeout from now, or the earliest reply
-// deadline if sooner.
+// no reply is due, else the read timeout from when the read began (see
+// readFrom), or the earliest reply deadline if sooner.
 func (c *Conn) readDeadlineLocked() time.Time {
 	if c.pending.len() == 0 {
 		return time.Time{}
 	}
 	var d time.Time
 	if c.opts.readTimeout > 0 {
-		d = time.Now().Add(c.opts.readTimeout)
+		d = c.readFrom.Add(c.opts.readTimeout)
 	}
 	return earlier(d, c.replyByLocked())
 }
 
 // setReadDeadlineLocked gives the socket the read deadline d, unless it has
-// it already. A read blocked meanwhile sees the new deadline.
+// it already, or an interrupt holds it in the past. A read blocked
+// meanwhile sees the new deadline.
 func (c *Conn) setReadDeadlineLocked(d time.Time) error {
-	if d.Equal(c.readDeadline) {
+	if d.Equal(c.readDeadline) || c.interrupted {
 		return nil
 	}
 	c.readDeadline = d

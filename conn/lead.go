@@ -2,23 +2,36 @@ package conn
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"time"
+
+	"github.com/batonlock/baton/resp"
 )
 
 // Direct reading. On a direct connection (a TCP or unix socket without a
-// push handler) no goroutine reads while no reply is due. A caller whose
-// context cannot end (Done is nil) and who finds no one reading takes the
-// reading role, the mirror of the writing role: it reads the replies and
-// completes the calls they answer, in order, its own and others', until
-// its own has come. A lone caller thus takes its reply from the socket
-// itself, with no goroutine to wake in between. A reply the connection
-// does not read itself in this way is read by a reader goroutine, which
-// holds the role until no reply is due: for callers whose context can end,
-// which must be free to return at once while their reply is read and
-// dropped, for batches that Start sent, and after a caller that read for
-// itself, while replies are still due. Callers that find the role taken
-// wait for their reply as on any connection.
+// push handler) no goroutine reads while no reply is due. A caller who
+// finds no one reading takes the reading role, the mirror of the writing
+// role: it reads the replies and completes the calls they answer, in
+// order, its own and others', until its own has come. A lone caller thus
+// takes its reply from the socket itself, with no goroutine to wake in
+// between.
+//
+// A caller whose context can end must be free to return the moment it
+// does, leaving its reply to be read and dropped. So it reads from the
+// socket only between frames: it fills the buffer (resp.Reader.Fill),
+// decoding nothing, until the next frame is whole in it, and only then
+// decodes. When its context ends, context.AfterFunc interrupts the fill
+// it is waiting in, by moving the socket's read deadline into the past;
+// the caller gives up the role, and nothing of the stream is lost. A frame
+// longer than the read buffer, which cannot be whole in it, is left to a
+// reader goroutine, as are the replies still due when the caller leaves.
+//
+// A reader goroutine holds the role until no reply is due: for batches
+// that Start sent, and after a caller that read for itself, while replies
+// are still due. Callers that find the role taken wait for their reply as
+// on any connection.
 
 // idleCheckAfter is how long a direct connection must have been idle for a
 // call to look at its socket first (idleBytes): with no reader while idle,
@@ -29,29 +42,97 @@ import (
 // as it can on any connection.
 const idleCheckAfter = time.Millisecond
 
-// lead reads replies as the connection's reader until cl is settled, if
-// ctx cannot end and no one else is reading, then passes the role on.
+// lead reads replies as the connection's reader until cl is settled, or
+// ctx ends, if no one else is reading, then passes the role on.
 func (c *Conn) lead(ctx context.Context, cl *call) {
-	if ctx.Done() != nil {
-		c.mu.Lock()
-		c.ensureReaderLocked()
-		c.mu.Unlock()
-		return
-	}
+	cancellable := ctx.Done() != nil
 	c.mu.Lock()
-	if c.reading || c.err != nil {
+	if c.reading || c.err != nil || cancellable && ctx.Err() != nil {
 		c.mu.Unlock()
 		return
 	}
-	c.reading = true
+	c.reading, c.interruptible = true, cancellable
 	c.mu.Unlock()
-	for cl.state.Load() == waiting && c.readOne() {
+	if cancellable {
+		c.readBetweenFrames(ctx, cl)
+	} else {
+		for cl.state.Load() == waiting && c.readOne() {
+		}
 	}
 	c.mu.Lock()
 	c.reading = false
 	c.ensureReaderLocked()
 	c.mu.Unlock()
 }
+
+// readBetweenFrames reads replies until cl is settled, for a caller whose
+// ctx can end: it waits on the socket only with no frame begun, where an
+// interrupt (see interrupt) loses nothing.
+func (c *Conn) readBetweenFrames(ctx context.Context, cl *call) {
+	stop := context.AfterFunc(ctx, c.interruptFunc)
+	defer func() {
+		stop()
+		c.mu.Lock()
+		c.endInterruptLocked()
+		c.interruptible = false
+		c.mu.Unlock()
+	}()
+	for cl.state.Load() == waiting {
+		if c.rd.Whole() {
+			if !c.readOne() {
+				return
+			}
+			continue
+		}
+		err := c.rd.Fill()
+		switch {
+		case err == nil:
+			continue
+		case errors.Is(err, resp.ErrBufferFull):
+			return // only a reader that may stop inside a frame can go on
+		}
+		c.mu.Lock()
+		if c.endInterruptLocked() {
+			c.mu.Unlock()
+			if ctx.Err() != nil {
+				return
+			}
+			continue // meant for a caller who read before this one
+		}
+		if errors.Is(err, io.EOF) && c.rd.Buffered() > 0 {
+			err = io.ErrUnexpectedEOF // as Read would say: a frame was begun
+		}
+		c.failLocked(readFailure(err))
+		c.mu.Unlock()
+		return
+	}
+}
+
+// interrupt ends the socket wait of a reader whose context just ended. It
+// runs from context.AfterFunc, and may run late, once that reader has gone:
+// then it does nothing, or, if another reader whose context can end has
+// come, makes that one look at its context and wait again.
+func (c *Conn) interrupt() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.interruptible || c.interrupted || c.err != nil {
+		return
+	}
+	c.interrupted = true
+	c.readDeadline = aLongTimeAgo
+	_ = c.nc.SetReadDeadline(aLongTimeAgo)
+}
+
+// endInterruptLocked clears an interrupt, and reports whether there was
+// one.
+func (c *Conn) endInterruptLocked() bool {
+	was := c.interrupted
+	c.interrupted = false
+	return was
+}
+
+// aLongTimeAgo is a read deadline that has passed.
+var aLongTimeAgo = time.Unix(1, 0)
 
 // ensureReaderLocked starts a reader goroutine if replies are due and no
 // one is reading them.

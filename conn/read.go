@@ -86,6 +86,7 @@ func (c *Conn) readOne() bool {
 			// No reply is due: no deadline may break the idle
 			// connection, nor its look at the socket.
 			_ = c.setReadDeadlineLocked(time.Time{})
+			c.resumeRead = false
 		}
 	}
 	c.mu.Unlock()
@@ -116,16 +117,41 @@ func readFailure(err error) error {
 }
 
 // deadlineReader gives every socket read a deadline while replies are due
-// (see readDeadlineLocked), and none while the connection is idle.
+// (see readDeadlineLocked), and none while the connection is idle. It
+// starts no read while an interrupt is pending (see Conn.interrupt), and
+// reports a read that one cut short as errInterrupted.
 type deadlineReader struct{ c *Conn }
+
+// errInterrupted is a socket read cut short, or not started, because the
+// context of the caller reading ended.
+var errInterrupted = errors.New("conn: read interrupted")
 
 func (d *deadlineReader) Read(p []byte) (int, error) {
 	c := d.c
 	c.mu.Lock()
+	if c.interrupted {
+		c.mu.Unlock()
+		return 0, errInterrupted
+	}
+	if !c.resumeRead && c.opts.readTimeout > 0 {
+		c.readFrom = time.Now()
+	}
+	c.resumeRead = false
 	err := c.setReadDeadlineLocked(c.readDeadlineLocked())
 	c.mu.Unlock()
 	if err != nil {
 		return 0, err
 	}
-	return c.nc.Read(p)
+	n, err := c.nc.Read(p)
+	if err != nil && n == 0 {
+		c.mu.Lock()
+		if c.interrupted {
+			// The wait goes on in the next read, whoever makes it, with
+			// the deadline this one had: a hand-over of the reading role
+			// does not restart the read timeout.
+			c.resumeRead, err = true, errInterrupted
+		}
+		c.mu.Unlock()
+	}
+	return n, err
 }

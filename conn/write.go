@@ -87,6 +87,9 @@ func (c *Conn) queueLocked(cl *call, cmds [][]string) error {
 	if !cl.replyBy.IsZero() {
 		c.withReplyBy++
 	}
+	if idle && c.opts.readTimeout > 0 {
+		c.readFrom = time.Now()
+	}
 	if idle || !cl.replyBy.IsZero() {
 		// The reader may be blocked with no deadline, or a later one;
 		// replies are due now.
