@@ -38,11 +38,16 @@ func BenchmarkLockUnlock(b *testing.B) {
 			raw.RoundTrip(b, release, 2) // PONG, then the release's reply
 		}
 	})
-	for _, mode := range []string{"lock", "fair"} {
-		b.Run("impl="+mode, func(b *testing.B) {
-			opts := modeOptions(mode)
-			l := open(b, srv, opts...)
-			ctx := context.Background()
+	for _, impl := range []string{"lock", "lock-cancellable", "fair"} {
+		b.Run("impl="+impl, func(b *testing.B) {
+			mode, ctxKind, _ := strings.Cut(impl, "-")
+			l := open(b, srv, modeOptions(mode)...)
+			// A context that can end, as a request's, or one that cannot.
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if ctxKind != "cancellable" {
+				ctx = context.Background()
+			}
 			b.ReportAllocs()
 			for b.Loop() {
 				ls, err := l.Lock(ctx, "bench")

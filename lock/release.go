@@ -13,43 +13,29 @@ import (
 )
 
 // release deletes the lock (or hands it on, in fair mode) if c's owner
-// holds it, writing w first if given. A caller whose context can end waits
-// for the release in a goroutine the Locker owns, so that the release
-// completes even if the caller stops waiting; its error then says that the
-// outcome is unknown. Whatever the context, the release takes at most the
-// release timeout: a context that never ends must not make a caller wait
-// forever on a server that stopped answering, or on a half-open
-// connection.
-func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
-	if ctx.Done() == nil {
-		return c.releaseWithin(ctx, w)
-	}
-	result := make(chan error, 1)
-	if !c.l.spawn(func() { result <- c.releaseWithin(context.WithoutCancel(ctx), w) }) {
-		return c.releaseWithin(ctx, w)
-	}
-	select {
-	case err := <-result:
-		return err
-	case <-ctx.Done():
-		return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (the release goes on in the background)", ctx.Err())})
-	}
-}
-
-// releaseWithin is releaseNow in the Locker's release style, bounded by the
-// release timeout. A context that cannot end gets the bound as a reply
-// deadline rather than a context deadline, so that the release reads its
-// own reply, with no goroutine to wake and no timer (see conn's package
+// holds it, writing w first if given. It takes at most the release
+// timeout, whatever the context: a context that never ends must not make a
+// caller wait forever on a server that stopped answering, or on a
+// half-open connection. The bound is a reply deadline rather than a
+// context deadline, so that the release costs no timer (see conn's package
 // doc): a server silent at the bound costs the connection, as the read
-// timeout would.
-func (c *claim) releaseWithin(ctx context.Context, w *lockstate.Write) error {
+// timeout would. A caller whose context ends first returns at once, with
+// an error that says the outcome is unknown, and the release goes on, to
+// the same bound, in a goroutine the Locker owns.
+func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 	by := time.Now().Add(c.l.opts.ReleaseTimeout)
-	if ctx.Done() == nil {
-		return c.releaseNow(conn.WithReplyDeadline(ctx, by), by, w, c.l.opts.ReleaseStyle)
+	if ctx.Err() == nil {
+		err := c.releaseNow(conn.WithReplyDeadline(ctx, by), by, w, c.l.opts.ReleaseStyle)
+		if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+			return err
+		}
 	}
-	bounded, cancel := context.WithDeadline(ctx, by)
-	defer cancel()
-	return c.releaseNow(bounded, by, w, c.l.opts.ReleaseStyle)
+	// Every release script compares the owner first, so a release that
+	// did run before the caller left makes this one a no-op.
+	c.l.inBackground(func(bg context.Context) {
+		_ = c.releaseNow(conn.WithReplyDeadline(bg, by), by, w, c.l.opts.ReleaseStyle)
+	})
+	return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (the release goes on in the background)", ctx.Err())})
 }
 
 // releaseInBackground releases for an owner who is no longer waiting; it
