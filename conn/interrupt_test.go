@@ -2,8 +2,10 @@ package conn_test
 
 import (
 	"context"
+	"errors"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -95,4 +97,92 @@ func TestAHandOverDoesNotRestartTheReadTimeout(t *testing.T) {
 	// timeout (500 ms).
 	require.Less(t, took, givesUp+timeout-50*time.Millisecond, "the hand-over restarted the read timeout")
 	require.GreaterOrEqual(t, took, timeout)
+}
+
+// cancelFrom cancels the context it holds, once, from inside the tap of
+// the socket's dir: a Read (the context ends while the reply is being
+// read) or a Write (it ends once the command was sent, before its caller
+// waits). pause gives context.AfterFunc's interrupt time to run.
+type cancelFrom struct {
+	dir    conn.Direction
+	pause  time.Duration
+	cancel atomic.Pointer[context.CancelFunc]
+}
+
+func (c *cancelFrom) tap(dir conn.Direction, _ []byte) {
+	if dir != c.dir {
+		return
+	}
+	if f := c.cancel.Swap(nil); f != nil {
+		(*f)()
+		time.Sleep(c.pause)
+	}
+}
+
+// A context that ends once the reply's bytes are in does not cost the
+// connection: the interrupt it sends lands after the read, and the idle
+// connection keeps no deadline in the past for its next look at the
+// socket.
+func TestAnInterruptThatLosesTheRaceToTheReplyLeavesNoTrace(t *testing.T) {
+	srv := redistest.Start(t)
+	cancelling := &cancelFrom{dir: conn.Read, pause: 20 * time.Millisecond}
+	c := dial(t, srv.Addr, conn.WithTap(cancelling.tap))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	cancelling.cancel.Store(&cancel)
+	v, err := c.Do(ctx, "PING")
+	require.NoError(t, err)
+	require.Equal(t, "PONG", v.Str)
+	time.Sleep(5 * time.Millisecond) // idle long enough to be looked at
+	require.NoError(t, c.Err())
+	_, err = c.Do(context.Background(), "PING")
+	require.NoError(t, err)
+}
+
+// A caller whose context ended while its command was being sent leaves
+// its reply to a reader goroutine: the read timeout still applies to it,
+// and a server's close after it is noticed, so that the next call fails
+// as not sent.
+func TestAReplyLeftBeforeItsCallerWaitedIsStillRead(t *testing.T) {
+	t.Run("the server stalls", func(t *testing.T) {
+		fake := redistest.NewFake(t, func(s *redistest.Session) {
+			s.Expect("GET", "k")
+			s.Stall()
+		})
+		cancelling := &cancelFrom{dir: conn.Write}
+		c := dial(t, fake.Addr, conn.WithReadTimeout(100*time.Millisecond), conn.WithTap(cancelling.tap))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cancelling.cancel.Store(&cancel)
+		_, err := c.Do(ctx, "GET", "k")
+		require.ErrorIs(t, err, context.Canceled)
+		select {
+		case <-c.Done():
+			require.ErrorIs(t, c.Err(), conn.ErrBroken)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("the read timeout never broke the stalled connection: Pending %d", c.Pending())
+		}
+	})
+	t.Run("the server replies and closes", func(t *testing.T) {
+		fake := redistest.NewFake(t, func(s *redistest.Session) {
+			if s.Expect("GET", "k") {
+				assert.NoError(t, s.Send("$1\r\nv\r\n"))
+			}
+			s.Cut()
+		})
+		cancelling := &cancelFrom{dir: conn.Write}
+		c := dial(t, fake.Addr, conn.WithTap(cancelling.tap))
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		cancelling.cancel.Store(&cancel)
+		if _, err := c.Do(ctx, "GET", "k"); err != nil {
+			require.ErrorIs(t, err, context.Canceled) // else the reply won the race
+		}
+		waitPending(t, c, 0)
+		require.Eventually(t, func() bool { return c.Err() != nil }, 5*time.Second, time.Millisecond)
+		_, err := c.Do(context.Background(), "PING")
+		require.ErrorIs(t, err, conn.ErrBroken)
+		var uncertain *conn.UncertainError
+		require.False(t, errors.As(err, &uncertain), "the PING was not sent")
+	})
 }

@@ -47,7 +47,14 @@ const idleCheckAfter = time.Millisecond
 func (c *Conn) lead(ctx context.Context, cl *call) {
 	cancellable := ctx.Done() != nil
 	c.mu.Lock()
-	if c.reading || c.err != nil || cancellable && ctx.Err() != nil {
+	if c.reading || c.err != nil {
+		c.mu.Unlock()
+		return
+	}
+	if cancellable && ctx.Err() != nil {
+		// Gone already, while its command was being sent: the reply is
+		// still due, and must be read.
+		c.ensureReaderLocked()
 		c.mu.Unlock()
 		return
 	}
@@ -124,11 +131,16 @@ func (c *Conn) interrupt() {
 }
 
 // endInterruptLocked clears an interrupt, and reports whether there was
-// one.
+// one. The socket gets back the deadline it should have: an interrupt that
+// came once the reply was in must not leave the idle connection a
+// deadline in the past, which would fail its next look at the socket.
 func (c *Conn) endInterruptLocked() bool {
-	was := c.interrupted
+	if !c.interrupted {
+		return false
+	}
 	c.interrupted = false
-	return was
+	_ = c.setReadDeadlineLocked(c.readDeadlineLocked())
+	return true
 }
 
 // aLongTimeAgo is a read deadline that has passed.
