@@ -31,10 +31,14 @@ func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 		}
 	}
 	// Every release script compares the owner first, so a release that
-	// did run before the caller left makes this one a no-op.
-	c.l.inBackground(func(bg context.Context) {
-		_ = c.releaseNow(conn.WithReplyDeadline(bg, by), by, w, c.l.opts.ReleaseStyle)
-	})
+	// did run before the caller left makes this one a no-op. Close waits
+	// for it, rather than cut it short: the lease has ended, and Close
+	// releases only the leases still held.
+	bg := conn.WithReplyDeadline(context.WithoutCancel(ctx), by)
+	releaseLate := func() { _ = c.releaseNow(bg, by, w, c.l.opts.ReleaseStyle) }
+	if !c.l.spawn(releaseLate) {
+		releaseLate()
+	}
 	return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (the release goes on in the background)", ctx.Err())})
 }
 

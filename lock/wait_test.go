@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"encoding/hex"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -66,6 +67,24 @@ func TestCancelledUnlockStillReleases(t *testing.T) {
 				5*time.Second, time.Millisecond, "a cancelled release left the lock held")
 			cancel()
 		})
+	}
+}
+
+// A release that a cancelled Unlock left to the background is not cut
+// short by a Close that follows: the lease has ended, so Close does not
+// release it itself.
+func TestCloseLetsACancelledUnlocksReleaseFinish(t *testing.T) {
+	srv := redistest.Start(t)
+	for i := range 20 {
+		l, err := lock.Open(context.Background(), srv.Addr, lock.WithTTL(time.Minute))
+		require.NoError(t, err)
+		key := "k" + strconv.Itoa(i)
+		ls := mustLock(t, l, key)
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		require.ErrorIs(t, ls.Unlock(ctx), context.Canceled)
+		require.NoError(t, l.Close())
+		require.Zero(t, srv.Do(t, "EXISTS", "baton:{"+key+"}").Int, "Close cut short the release of attempt %d", i)
 	}
 }
 
