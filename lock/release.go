@@ -25,7 +25,14 @@ import (
 func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 	by := time.Now().Add(c.l.opts.ReleaseTimeout)
 	if ctx.Err() == nil {
-		err := c.releaseNow(conn.WithReplyDeadline(ctx, by), by, w, c.l.opts.ReleaseStyle)
+		bounded := ctx
+		if end, ok := ctx.Deadline(); !ok || by.Before(end) {
+			// Else ctx ends first, and must be what ends the call: a
+			// reply deadline at the same moment could break the
+			// connection before the context's timer fires.
+			bounded = conn.WithReplyDeadline(ctx, by)
+		}
+		err := c.releaseNow(bounded, by, w, c.l.opts.ReleaseStyle)
 		if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
 			return err
 		}
