@@ -3,6 +3,7 @@ package lock_test
 import (
 	"context"
 	"errors"
+	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,6 +145,61 @@ func TestAReleaseCutShortIsSentAgain(t *testing.T) {
 			require.Equal(t, int32(2), releases.Load(), "sent once more on a new connection")
 		})
 	}
+}
+
+// stalledReleases is a Locker on a server that takes locks but never
+// answers a release.
+func stalledReleases(t *testing.T, releaseTimeout time.Duration) *lock.Locker {
+	srv := redistest.Start(t)
+	stall := make(chan struct{})
+	l := onFake(t, srv, func(_ int32, cmd []string) string {
+		if cmd[2] == fastReleaseKeys {
+			<-stall
+			return ":0\r\n"
+		}
+		return ":1764000000000000\r\n"
+	}, lock.WithReleaseTimeout(releaseTimeout))
+	t.Cleanup(func() { close(stall) }) // before the fake's cleanup waits for its handlers
+	return l
+}
+
+// Close's releases share one release timeout: once the first, on a
+// stalled server, has used it up, the others do not each wait one more.
+func TestCloseOfManyLeasesOnAStalledServerTakesOneReleaseTimeout(t *testing.T) {
+	const releaseTimeout = 200 * time.Millisecond
+	l := stalledReleases(t, releaseTimeout)
+	for i := range 5 {
+		_, err := l.Lock(context.Background(), "held"+strconv.Itoa(i))
+		require.NoError(t, err)
+	}
+	start := time.Now()
+	require.NoError(t, l.Close())
+	took := time.Since(start)
+	t.Logf("Close took %v", took)
+	require.Less(t, took, 3*releaseTimeout, "a release timeout for each lease")
+}
+
+// An Unlock whose context ends while Close is under way returns then, as
+// any Unlock whose context ends does.
+func TestAnUnlockCutShortDuringCloseReturnsAtItsContext(t *testing.T) {
+	l := stalledReleases(t, time.Second)
+	ls, err := l.Lock(context.Background(), "held")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	unlocked := make(chan error, 1)
+	go func() { unlocked <- ls.Unlock(ctx) }()
+	time.Sleep(20 * time.Millisecond)
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close() }()
+	err = <-unlocked
+	took := time.Since(start)
+	var uncertain *conn.UncertainError
+	require.ErrorAs(t, err, &uncertain)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.Less(t, took, 500*time.Millisecond, "Unlock outlived its context by %v", took-100*time.Millisecond)
+	require.NoError(t, <-closed)
 }
 
 func TestCloseEndsInBoundedTimeOnAStalledServer(t *testing.T) {

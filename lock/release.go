@@ -42,9 +42,13 @@ func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 	// for it, rather than cut it short: the lease has ended, and Close
 	// releases only the leases still held.
 	bg := conn.WithReplyDeadline(context.WithoutCancel(ctx), by)
-	releaseLate := func() { _ = c.releaseNow(bg, by, w, c.l.opts.ReleaseStyle) }
-	if !c.l.spawn(releaseLate) {
-		releaseLate()
+	if !c.l.spawn(func() { _ = c.releaseNow(bg, by, w, c.l.opts.ReleaseStyle) }) {
+		// Close has begun and waits for no new goroutine. Its caller's
+		// context has ended too, so the attempt sends nothing more: a
+		// Close releasing many leases on a stalled server, whose one
+		// context the first of them used up, must not wait a release
+		// timeout for each of the others.
+		_ = c.releaseNow(conn.WithReplyDeadline(ctx, by), by, w, c.l.opts.ReleaseStyle)
 	}
 	return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (the release goes on in the background)", ctx.Err())})
 }
