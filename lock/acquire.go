@@ -118,8 +118,9 @@ func (c *claim) lockFast(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 func (c *claim) waitFast(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
 	l := c.l
 	// The wait ends when ctx does or Close begins. The attempts keep the
-	// caller's ctx: one that cannot end reads its own reply (see conn),
-	// and Close breaks a call stuck on the server.
+	// caller's ctx: one that cannot end costs conn no watch of it while
+	// the attempt reads its reply (see conn), and Close breaks a call
+	// stuck on the server.
 	waitCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(l.closing, cancel)()
