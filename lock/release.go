@@ -40,17 +40,16 @@ func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 	// Every release script compares the owner first, so a release that
 	// did run before the caller left makes this one a no-op. Close waits
 	// for it, rather than cut it short: the lease has ended, and Close
-	// releases only the leases still held.
+	// releases only the leases still held. Once Close has begun, spawn
+	// refuses, and nothing more is sent: a Close releasing many leases on
+	// a stalled server, whose one context the first of them used up, must
+	// not wait a release timeout for each of the others.
 	bg := conn.WithReplyDeadline(context.WithoutCancel(ctx), by)
+	after := "the release goes on in the background"
 	if !c.l.spawn(func() { _ = c.releaseNow(bg, by, w, c.l.opts.ReleaseStyle) }) {
-		// Close has begun and waits for no new goroutine. Its caller's
-		// context has ended too, so the attempt sends nothing more: a
-		// Close releasing many leases on a stalled server, whose one
-		// context the first of them used up, must not wait a release
-		// timeout for each of the others.
-		_ = c.releaseNow(conn.WithReplyDeadline(ctx, by), by, w, c.l.opts.ReleaseStyle)
+		after = "the Locker is closing: the lock's TTL ends it"
 	}
-	return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (the release goes on in the background)", ctx.Err())})
+	return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (%s)", ctx.Err(), after)})
 }
 
 // releaseInBackground releases for an owner who is no longer waiting; it
