@@ -125,9 +125,8 @@ func (c *Conn) interrupt() {
 	if !c.interruptible || c.interrupted || c.err != nil {
 		return
 	}
-	c.interrupted = true
-	c.readDeadline = aLongTimeAgo
-	_ = c.nc.SetReadDeadline(aLongTimeAgo)
+	_ = c.setReadDeadlineLocked(aLongTimeAgo)
+	c.interrupted = true // after: it holds the deadline it just set
 }
 
 // endInterruptLocked clears an interrupt, and reports whether there was
