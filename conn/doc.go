@@ -23,16 +23,16 @@
 // caller who finds no one reading reads the replies itself, its own and
 // others', until its own has come, the mirror of how writes are shared: a
 // lone caller takes its reply from the socket with no goroutine to wake in
-// between. One whose context can end waits on the socket only between
-// frames, so that it can leave the moment its context ends, and a reply
-// longer than the read buffer is left to a reader goroutine; the watch on
-// its context costs the two allocations of context.AfterFunc, which a
-// caller that needs a bound but never gives up sooner avoids with
-// [WithReplyDeadline]. Otherwise a reader goroutine reads, and returns once
-// no reply is due, so that an idle connection holds none; on other
-// connections (TLS, push) one reader goroutine reads for the connection's
-// life. A caller whose context ends returns at once; its reply is still read
-// and dropped, so later replies never shift. A connection with no reader while idle notices that the server
+// between. One whose context can end waits on the socket only between frames,
+// so that it can leave the moment its context ends, and a reply longer than
+// the read buffer is left to a reader goroutine; the watch on its context
+// costs the two allocations of context.AfterFunc, which a caller that needs a
+// bound but never gives up sooner avoids with [WithReplyDeadline]. Otherwise
+// a reader goroutine reads, and returns once no reply is due, so that an idle
+// connection holds none; on other connections (TLS, push) one reader
+// goroutine reads for the connection's life. A caller whose context ends
+// returns at once; its reply is still read and dropped, so later replies
+// never shift. A connection with no reader while idle notices that the server
 // closed it when a call or [Conn.Err] looks at it: a call that finds it so
 // has sent nothing, fails with [ErrBroken], and a [Client] makes it again on
 // a new connection. A reply over one of the reader's limits (see
