@@ -1,6 +1,7 @@
 package lock_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strconv"
@@ -147,13 +148,14 @@ func TestAReleaseCutShortIsSentAgain(t *testing.T) {
 	}
 }
 
-// stalledReleases is a Locker on a server that takes locks but never
-// answers a release.
-func stalledReleases(t *testing.T, releaseTimeout time.Duration) *lock.Locker {
-	srv := redistest.Start(t)
+// onStalledFake is a Locker with the given release timeout on a fake
+// server that stopped answering the scripts run on keys (fastAcquireKeys
+// or fastReleaseKeys) until the test ends, and answers every other script
+// with a token.
+func onStalledFake(t *testing.T, srv *redistest.Server, keys string, releaseTimeout time.Duration) *lock.Locker {
 	stall := make(chan struct{})
 	l := onFake(t, srv, func(_ int32, cmd []string) string {
-		if cmd[2] == fastReleaseKeys {
+		if cmd[2] == keys {
 			<-stall
 			return ":0\r\n"
 		}
@@ -167,7 +169,7 @@ func stalledReleases(t *testing.T, releaseTimeout time.Duration) *lock.Locker {
 // stalled server, has used it up, the others do not each wait one more.
 func TestCloseOfManyLeasesOnAStalledServerTakesOneReleaseTimeout(t *testing.T) {
 	const releaseTimeout = 200 * time.Millisecond
-	l := stalledReleases(t, releaseTimeout)
+	l := onStalledFake(t, redistest.Start(t), fastReleaseKeys, releaseTimeout)
 	for i := range 5 {
 		_, err := l.Lock(context.Background(), "held"+strconv.Itoa(i))
 		require.NoError(t, err)
@@ -182,7 +184,7 @@ func TestCloseOfManyLeasesOnAStalledServerTakesOneReleaseTimeout(t *testing.T) {
 // An Unlock whose context ends while Close is under way returns then, as
 // any Unlock whose context ends does.
 func TestAnUnlockCutShortDuringCloseReturnsAtItsContext(t *testing.T) {
-	l := stalledReleases(t, time.Second)
+	l := onStalledFake(t, redistest.Start(t), fastReleaseKeys, time.Second)
 	ls, err := l.Lock(context.Background(), "held")
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -210,15 +212,7 @@ func TestCloseEndsInBoundedTimeOnAStalledServer(t *testing.T) {
 		"both, the lock queued": "",
 	} {
 		t.Run(name, func(t *testing.T) {
-			stall := make(chan struct{})
-			l := onFake(t, srv, func(_ int32, cmd []string) string {
-				if cmd[2] == stallOn || stallOn == "" && cmd[2] == fastReleaseKeys {
-					<-stall // a server that stopped answering
-					return ":0\r\n"
-				}
-				return ":1764000000000000\r\n"
-			}, lock.WithReleaseTimeout(200*time.Millisecond))
-			t.Cleanup(func() { close(stall) }) // before the fake's cleanup waits for its handlers
+			l := onStalledFake(t, srv, cmp.Or(stallOn, fastReleaseKeys), 200*time.Millisecond)
 			ctx := context.Background()
 			locked := make(chan error, 1)
 			if stallOn != fastAcquireKeys {
@@ -268,15 +262,7 @@ func TestAReleaseOnAStalledServerIsBoundedAndUncertain(t *testing.T) {
 		}, 100 * time.Millisecond},
 	} {
 		t.Run(name, func(t *testing.T) {
-			stall := make(chan struct{})
-			l := onFake(t, srv, func(_ int32, cmd []string) string {
-				if cmd[2] == fastReleaseKeys {
-					<-stall
-					return ":1\r\n"
-				}
-				return ":1764000000000000\r\n"
-			}, lock.WithReleaseTimeout(releaseTimeout))
-			t.Cleanup(func() { close(stall) })
+			l := onStalledFake(t, srv, fastReleaseKeys, releaseTimeout)
 			ls, err := l.TryLock(context.Background(), "k")
 			require.NoError(t, err)
 			ctx, cancel := c.ctx()
