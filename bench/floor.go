@@ -23,6 +23,10 @@ type floorLocker struct {
 }
 
 func openFloor(ctx context.Context, addr string) (locker, error) {
+	return dialFloor(ctx, addr)
+}
+
+func dialFloor(ctx context.Context, addr string) (*floorLocker, error) {
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {

@@ -36,7 +36,7 @@ func openGroups(ctx context.Context, addr, prefix, tag string, n int, all []impl
 		if im.floor {
 			continue
 		}
-		key := fmt.Sprintf("%s%s%d", prefix, tag, i)
+		key := groupKey(prefix, tag, i)
 		g := lockerGroup{impl: im, key: key, counter: key + ":count"}
 		for range n {
 			l, err := im.open(ctx, addr)
@@ -55,6 +55,33 @@ func openGroups(ctx context.Context, addr, prefix, tag string, n int, all []impl
 		out = append(out, g)
 	}
 	return out, nil
+}
+
+// openHandoffGroups opens scenario 3's groups: openGroups', and, when the
+// floor is among all, a group of floor lockers taking turns
+// (floorTurnLocker), last, where the floor's row is.
+func openHandoffGroups(ctx context.Context, addr, prefix string, all []impl) ([]lockerGroup, error) {
+	const tag = "h"
+	groups, err := openGroups(ctx, addr, prefix, tag, handoffLockers, all)
+	if err != nil {
+		return nil, err
+	}
+	for i, im := range all {
+		if !im.floor {
+			continue
+		}
+		g, err := openFloorGroup(ctx, addr, im, groupKey(prefix, tag, i), handoffLockers)
+		if err != nil {
+			return nil, errors.Join(err, closeEach(groups))
+		}
+		groups = append(groups, g)
+	}
+	return groups, nil
+}
+
+// groupKey is the key of the group of all[i].
+func groupKey(prefix, tag string, i int) string {
+	return fmt.Sprintf("%s%s%d", prefix, tag, i)
 }
 
 // baselineIndex returns the baseline's index in names, or -1, for no

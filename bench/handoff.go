@@ -29,7 +29,7 @@ var handoffColumns = []column{
 	{name: "hand-off p99", format: asDuration, ratio: true},
 	{name: "kept", format: asPercent},
 	{name: "wait p99", format: asDuration, ratio: true},
-	{name: "wait max", format: asDuration},
+	{name: "wait max", format: asDuration, ratio: true},
 	{name: "Jain", format: asFraction},
 	{name: "cmds/acq", format: asOne, ratio: true},
 	{name: "threaded writes/acq", format: asOne},

@@ -283,10 +283,11 @@ func TestScenarioFigures(t *testing.T) {
 	insts, err := openAll(ctx, addr, "baton-bench-test:", all)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, closeEach(insts)) }()
-	groups, err := openGroups(ctx, addr, "baton-bench-test:", "h", handoffLockers, all)
+	groups, err := openHandoffGroups(ctx, addr, "baton-bench-test:", all)
 	require.NoError(t, err)
 	defer func() { require.NoError(t, closeEach(groups)) }()
-	require.Len(t, groups, len(all)-1, "every lock but the floor")
+	require.Len(t, groups, len(all), "every lock, and the floor's lockers taking turns")
+	require.True(t, groups[len(groups)-1].floor, "the floor last, as in the report")
 
 	tput, err := runThroughput(ctx, insts, 1, 50*time.Millisecond, io.Discard)
 	require.NoError(t, err)
@@ -314,6 +315,10 @@ func TestScenarioFigures(t *testing.T) {
 		require.Positive(t, f[7], "%s: commands per acquisition", g.name)
 		require.Zero(t, f[handoffColumn(t, "threaded writes/acq")], "%s: threaded writes without I/O threads", g.name)
 	}
+	floor := hand.samples[0][len(groups)-1]
+	require.Zero(t, floor[3], "the floor's lockers take turns: none keeps the turn")
+	require.InDelta(t, 1.0, floor[6], 0.01, "the floor's Jain index")
+	require.InDelta(t, 2.0, floor[7], 0.05, "the floor's commands per acquisition: two PINGs (and a Lock cut short at the round's end)")
 }
 
 // TestRemoteWaiterTrials runs scenario 4's trials for every lock and

@@ -145,7 +145,7 @@ func runModifyScenario(ctx context.Context, c config, addr, prefix string, insts
 // runHandoffScenario runs scenario 3, and writes scenario 5's breakdown
 // of its server commands where s selects it.
 func runHandoffScenario(ctx context.Context, c config, s serverSpec, addr, prefix string, all []impl, p *plotSet, stdout, stderr io.Writer) (err error) {
-	groups, err := openGroups(ctx, addr, prefix, "h", handoffLockers, all)
+	groups, err := openHandoffGroups(ctx, addr, prefix, all)
 	if err != nil {
 		return err
 	}
@@ -175,7 +175,12 @@ equal; 1/%[1]d: one took all). cmds/acq is the server's commands per
 acquisition from INFO commandstats, commands inside scripts included, the
 INCRs and INFOs not; threaded writes/acq the replies the server's I/O
 threads wrote per acquisition, those to the INCRs and INFOs included
-(INFO stats). The floor does not apply.
+(INFO stats). The floor is %[1]d bare sockets taking turns in this
+process, in the order they came: each Lock waits for its turn and then
+makes one PING round trip, each unlock one more before it passes the
+turn. An acquisition costs it the hold and two round trips, and a
+hand-off no message: the least a fair lock could cost here, and its
+longest wait what this machine's own stalls of a round trip add.
 
 `, handoffLockers, c.handoff, c.rounds)
 	if err := writeFiguresTable(stdout, names, handoffColumns, res.samples, base); err != nil {
