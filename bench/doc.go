@@ -11,7 +11,9 @@
 // Six scenarios, chosen with --scenarios: 1, uncontended Lock+Unlock,
 // and a read-modify-write under the lock, with baton's manager beside
 // the locks; 2, throughput of 64 goroutines on 64 keys through one
-// instance; 3, hand-off between 8 instances on one key; 4, a remote
+// instance; 3, hand-off between 8 instances on one key, where the floor
+// is 8 bare sockets taking turns in arrival order (--slow-steps reports
+// its slow steps as they happen); 4, a remote
 // waiter against a holder that takes the lock back in a tight loop; 5,
 // the server's commands per acquisition in scenario 3; 6, scenarios 1,
 // 3, 4 and 5 again on a server with I/O threads and on a binary of the

@@ -56,7 +56,10 @@ type handoffRound struct {
 
 // runHandoff is scenario 3: each group's lockers contend for its key for
 // d per round, each hold one INCR through admin. Rounds are interleaved.
-func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, rounds int, d time.Duration, progress io.Writer) (handoffResult, error) {
+// Every hand-off, hold and unlock longer than slow (0: none) is reported
+// to progress as it happens, to tell a stall of the machine, which slows
+// the holds of the bench's own client too, from a lock's.
+func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, rounds int, d, slow time.Duration, progress io.Writer) (handoffResult, error) {
 	res := handoffResult{
 		samples:      make([][]figures, rounds),
 		cmds:         make([]cmdstats.Stats, len(groups)),
@@ -68,8 +71,9 @@ func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, 
 		res.waits[i] = &valueLog{}
 	}
 	names := namesOf(groups)
+	slowSteps := newSlowSteps(slow, progress)
 	rs, err := interleave(ctx, "hand-off", names, rounds, progress, func(ctx context.Context, i int) (handoffRound, error) {
-		return measureHandoff(ctx, groups[i], admin, d, res.waits[i])
+		return measureHandoff(ctx, groups[i], admin, d, res.waits[i], slowSteps)
 	})
 	if err != nil {
 		return handoffResult{}, err
@@ -99,7 +103,7 @@ func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, 
 // a hand-off but a lock kept, counted apart. The server's commands are
 // read from INFO commandstats before and after the round, without the
 // INFOs and the holds' INCRs.
-func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d time.Duration, waits *valueLog) (handoffRound, error) {
+func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d time.Duration, waits *valueLog, slow *slowSteps) (handoffRound, error) {
 	runtime.GC()
 	before, err := readServer(ctx, admin)
 	if err != nil {
@@ -108,7 +112,7 @@ func measureHandoff(ctx context.Context, g lockerGroup, admin *redis.Client, d t
 	h := &handoffRun{
 		g: g, admin: admin,
 		waits: latency.NewRecorder(), allWaits: waits, handoffs: latency.NewRecorder(),
-		counts: make([]int64, len(g.lockers)),
+		counts: make([]int64, len(g.lockers)), slow: slow,
 	}
 	var (
 		wg   sync.WaitGroup
@@ -183,6 +187,7 @@ type handoffRun struct {
 	released atomic.Pointer[release]
 	// kept counts acquisitions by the locker that had just released.
 	kept atomic.Int64
+	slow *slowSteps
 }
 
 // release is a holder starting its release.
@@ -213,7 +218,9 @@ func (h *handoffRun) holdLoop(ctx, rctx context.Context, k int, l locker) error 
 			if r.by == k {
 				h.kept.Add(1)
 			} else {
-				h.handoffs.Record(acquired.Sub(h.start) - r.at)
+				took := acquired.Sub(h.start) - r.at
+				h.handoffs.Record(took)
+				h.slow.note(h.g.name, k, "hand-off", took, r.at)
 			}
 		}
 		h.counts[k]++
@@ -221,12 +228,41 @@ func (h *handoffRun) holdLoop(ctx, rctx context.Context, k int, l locker) error 
 			_ = unlock(ctx)
 			return fmt.Errorf("incr: %w", err)
 		}
-		h.released.Store(&release{at: time.Since(h.start), by: k})
+		releasing := time.Since(h.start)
+		h.slow.note(h.g.name, k, "hold", releasing-acquired.Sub(h.start), acquired.Sub(h.start))
+		h.released.Store(&release{at: releasing, by: k})
 		if err := unlock(ctx); err != nil {
 			return fmt.Errorf("unlock: %w", err)
 		}
+		h.slow.note(h.g.name, k, "unlock", time.Since(h.start)-releasing, releasing)
 	}
 	return nil
+}
+
+// slowSteps reports the steps of scenario 3 that took longer than its
+// threshold; a nil *slowSteps reports none.
+type slowSteps struct {
+	over time.Duration
+	mu   sync.Mutex // serializes the lockers' writes to w
+	w    io.Writer
+}
+
+func newSlowSteps(over time.Duration, w io.Writer) *slowSteps {
+	if over <= 0 {
+		return nil
+	}
+	return &slowSteps{over: over, w: w}
+}
+
+// note reports the step of impl's locker k that began at, into the
+// round, and took took, if that is over the threshold.
+func (s *slowSteps) note(impl string, k int, step string, took, at time.Duration) {
+	if s == nil || took <= s.over {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	fmt.Fprintf(s.w, "slow step: %s, locker %d, %s took %v, %v into the round\n", impl, k, step, took, at)
 }
 
 // recordWait records a Lock's wait for the table and for the plots.

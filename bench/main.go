@@ -30,6 +30,7 @@ type config struct {
 	scenarios  map[int]bool
 	throughput time.Duration // scenario 2's time per implementation per round
 	handoff    time.Duration // scenario 3's
+	slowSteps  time.Duration // scenario 3: report steps longer than this; 0 for none
 }
 
 // lastScenario is the number of the last scenario.
@@ -64,6 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	scenarios := fs.String("scenarios", "1,2,3,4,5,6", "comma-separated scenarios to run: 1 uncontended, 2 throughput, 3 hand-off, 4 the remote waiter, 5 server cost (of 3's rounds), 6 scenarios 1, 3, 4 and 5 again on a server with io-threads 4 and on --server-bin's (default without --addr: all; with it: 1 to 5)")
 	fs.DurationVar(&c.throughput, "throughput-duration", time.Second, "scenario 2: time per implementation per round")
 	fs.DurationVar(&c.handoff, "handoff-duration", 2*time.Second, "scenario 3: time per implementation per round")
+	fs.DurationVar(&c.slowSteps, "slow-steps", 0, "scenario 3: write to stderr every hand-off, hold (its INCR) and unlock that took longer than this, with its locker and its time into the round (default 0: none)")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
@@ -91,6 +93,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--throughput-duration %s: want more than 0", c.throughput)
 	case c.handoff <= 0:
 		return c, fmt.Errorf("--handoff-duration %s: want more than 0", c.handoff)
+	case c.slowSteps < 0:
+		return c, fmt.Errorf("--slow-steps %s: want 0 or more", c.slowSteps)
 	case c.trials < 1:
 		return c, fmt.Errorf("--trials %d: want at least 1", c.trials)
 	case c.scenarios[5] && !c.scenarios[3]:

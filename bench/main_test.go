@@ -182,6 +182,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"--scenarios", "x"}, "--scenarios"},
 		{[]string{"--throughput-duration", "0s"}, "--throughput-duration"},
 		{[]string{"--handoff-duration", "-1s"}, "--handoff-duration"},
+		{[]string{"--slow-steps", "-1ms"}, "--slow-steps -1ms"},
 		{[]string{"--nope"}, "not defined"},
 	}
 	for _, c := range cases {
@@ -298,8 +299,14 @@ func TestScenarioFigures(t *testing.T) {
 	admin, err := newGoRedis(ctx, addr)
 	require.NoError(t, err)
 	defer admin.Close()
-	hand, err := runHandoff(ctx, groups, admin, 1, 300*time.Millisecond, io.Discard)
+	var slow bytes.Buffer
+	hand, err := runHandoff(ctx, groups, admin, 1, 300*time.Millisecond, time.Nanosecond, &slow)
 	require.NoError(t, err)
+	for _, g := range groups {
+		for _, step := range []string{"hand-off", "hold", "unlock"} {
+			require.Regexp(t, `(?m)^slow step: `+regexp.QuoteMeta(g.name)+`, locker \d, `+step+` took \S+, \S+ into the round$`, slow.String(), "every step is slower than 1ns")
+		}
+	}
 	for i, g := range groups {
 		require.Positive(t, hand.acquisitions[i], "%s: acquisitions", g.name)
 		require.Positive(t, hand.cmds[i].Calls(), "%s: server commands", g.name)
@@ -399,7 +406,7 @@ func TestThreadedWritesUnderFanOut(t *testing.T) {
 	admin, err := newGoRedis(ctx, srv.Addr)
 	require.NoError(t, err)
 	defer admin.Close()
-	res, err := runHandoff(ctx, groups, admin, 1, 500*time.Millisecond, io.Discard)
+	res, err := runHandoff(ctx, groups, admin, 1, 500*time.Millisecond, 0, io.Discard)
 	require.NoError(t, err)
 	threaded := handoffColumn(t, "threaded writes/acq")
 	fast, fair, notify := res.samples[0][0][threaded], res.samples[0][1][threaded], res.samples[0][2][threaded]

@@ -155,7 +155,7 @@ func runHandoffScenario(ctx context.Context, c config, s serverSpec, addr, prefi
 		return err
 	}
 	defer admin.Close()
-	res, err := runHandoff(ctx, groups, admin, c.rounds, c.handoff, stderr)
+	res, err := runHandoff(ctx, groups, admin, c.rounds, c.handoff, c.slowSteps, stderr)
 	if err != nil {
 		return err
 	}
