@@ -71,9 +71,9 @@ func runHandoff(ctx context.Context, groups []lockerGroup, admin *redis.Client, 
 		res.waits[i] = &valueLog{}
 	}
 	names := namesOf(groups)
-	slowSteps := newSlowSteps(slow, progress)
+	slowReport := newSlowSteps(slow, progress)
 	rs, err := interleave(ctx, "hand-off", names, rounds, progress, func(ctx context.Context, i int) (handoffRound, error) {
-		return measureHandoff(ctx, groups[i], admin, d, res.waits[i], slowSteps)
+		return measureHandoff(ctx, groups[i], admin, d, res.waits[i], slowReport)
 	})
 	if err != nil {
 		return handoffResult{}, err
