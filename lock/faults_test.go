@@ -128,18 +128,7 @@ func TestAReleaseCutShortIsSentAgain(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			var releases atomic.Int32
-			l := onFake(t, srv, func(n int32, cmd []string) string {
-				switch cmd[2] {
-				case fastAcquireKeys:
-					return ":1764000000000000\r\n"
-				case fastReleaseKeys:
-					if releases.Add(1) == 1 {
-						return "" // the connection dies with the release in flight
-					}
-					return retried.reply
-				}
-				return ":1\r\n"
-			})
+			l := onFakeThatCutsTheFirstRelease(t, srv, retried.reply, &releases, nil)
 			ls, err := l.TryLock(context.Background(), "k")
 			require.NoError(t, err)
 			retried.outcome(t, ls.Unlock(context.Background()))
@@ -167,6 +156,63 @@ func onStalledFake(t *testing.T, srv *redistest.Server, keys string, releaseTime
 
 // Close's releases share one release timeout: once the first, on a
 // stalled server, has used it up, the others do not each wait one more.
+// onFakeThatCutsTheFirstRelease returns a Locker on a fake server that
+// grants every acquire, cuts the connection when the first release
+// arrives (after calling cut, if given), and answers the later ones with
+// retryReply; releases counts the releases it got.
+func onFakeThatCutsTheFirstRelease(t *testing.T, srv *redistest.Server, retryReply string, releases *atomic.Int32, cut func()) *lock.Locker {
+	return onFake(t, srv, func(n int32, cmd []string) string {
+		switch cmd[2] {
+		case fastAcquireKeys:
+			return ":1764000000000000\r\n"
+		case fastReleaseKeys:
+			if releases.Add(1) == 1 {
+				if cut != nil {
+					cut()
+				}
+				return "" // the connection dies with the release in flight
+			}
+			return retryReply
+		}
+		return ":1\r\n"
+	})
+}
+
+// A release whose connection breaks under it, while the caller's context
+// ends, is sent again all the same: by the caller, if it looked before ctx
+// ended, or else in the background, and then Unlock's error says that ctx
+// ended. The context ends at a random moment around the break, 60 times,
+// since what matters is the moment between the break and the look at ctx
+// that decides on a retry.
+func TestAReleaseCutShortAsItsContextEndsIsStillSentAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	for i := range 60 {
+		var releases atomic.Int32
+		broken := make(chan struct{})
+		l := onFakeThatCutsTheFirstRelease(t, srv, ":1\r\n", &releases, func() { close(broken) })
+		ls, err := l.TryLock(context.Background(), "k")
+		require.NoError(t, err)
+		ctx, cancel := context.WithCancel(context.Background())
+		go func() {
+			<-broken
+			// A spin rather than a sleep: a timer's resolution would
+			// miss the microseconds that matter.
+			for end := time.Now().Add(time.Duration(i*7%400) * time.Microsecond); time.Now().Before(end); {
+			}
+			cancel()
+		}()
+		err = ls.Unlock(ctx)
+		if err != nil {
+			require.ErrorIs(t, err, context.Canceled, "iteration %d: an Unlock whose release was not sent again says its context ended", i)
+			var uncertain *conn.UncertainError
+			require.ErrorAs(t, err, &uncertain, "iteration %d", i)
+		}
+		redistest.Eventually(t, func() bool { return releases.Load() >= 2 }, 5*time.Second, time.Millisecond,
+			"iteration %d: the release was sent again, by the caller or in the background (Unlock: %v)", i, err)
+		<-ctx.Done()
+	}
+}
+
 func TestCloseOfManyLeasesOnAStalledServerTakesOneReleaseTimeout(t *testing.T) {
 	const releaseTimeout = 200 * time.Millisecond
 	l := onStalledFake(t, redistest.Start(t), fastReleaseKeys, releaseTimeout)

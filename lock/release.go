@@ -197,13 +197,18 @@ func (l *Locker) retryUncertain(ctx context.Context, op func(context.Context) (r
 // stillUncertain is the error of a command that ended with err after
 // retries: uncertain if any attempt was, even when the last one failed
 // plainly (a retry that could not dial says nothing of the attempt before
-// it), and uncertain if ctx cut it short, since it may have been sent.
+// it), and uncertain if ctx cut it short, since it may have been sent. An
+// uncertain outcome left unretried because ctx had ended wraps ctx's
+// error, so that the caller knows ctx, not the server, ended it (a
+// release then goes on in the background).
 func stillUncertain(ctx context.Context, v retried, err error) error {
 	if err == nil {
 		return nil // before uncertain, whose address escapes: no allocation
 	}
 	var uncertain *conn.UncertainError
 	switch {
+	case errors.As(err, &uncertain) && ctx.Err() != nil && !errors.Is(err, ctx.Err()):
+		return &conn.UncertainError{Cause: fmt.Errorf("%w; not sent again, as the context ended: %w", err, ctx.Err())}
 	case errors.As(err, &uncertain):
 		return err
 	case v.firstUncertain != nil:
