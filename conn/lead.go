@@ -176,19 +176,25 @@ func (c *Conn) readWhileDue() {
 // checkIdleLocked fails a direct connection, idle for at least after,
 // whose socket has something no call explains: the server closed it, or
 // sent a reply nobody asked for. Nothing of the caller's has been sent yet.
+// A RESP3 push frame is no such reply: with no handler to take it, the next
+// reader drops it, as readOne does.
 func (c *Conn) checkIdleLocked(after time.Duration) {
 	if !c.direct || c.err != nil || c.reading || c.pending.len() > 0 || after > 0 && time.Since(c.idleSince) < after {
 		return
 	}
-	n, err := 1, error(nil) // bytes already buffered: a reply nobody asked for
-	if c.rd.Buffered() == 0 {
-		n, err = idleBytes(c.raw)
+	n, first, err := 1, byte(0), error(nil)
+	if t, ok := c.rd.NextType(); ok {
+		first = byte(t) // a frame already buffered
+	} else {
+		n, first, err = idleBytes(c.raw)
 	}
 	switch {
 	case err != nil:
 		c.failLocked(fmt.Errorf("%w: read: %w", ErrBroken, err))
 	case n == 0:
 		c.failLocked(fmt.Errorf("%w: server closed the connection", ErrBroken))
+	case n > 0 && c.opts.resp3 && resp.Type(first) == resp.Push:
+		// Left for the next reader, which drops it.
 	case n > 0:
 		c.failLocked(fmt.Errorf("%w: a reply arrived with no command pending", ErrBroken))
 	}

@@ -94,3 +94,52 @@ func TestDoneIsClosedWhenTheConnectionStops(t *testing.T) {
 		})
 	}
 }
+
+// A push frame that reaches an idle RESP3 connection without a push
+// handler is dropped, as one read with a reply is: it is no reply that
+// nobody asked for, and the connection stays up. The message is published
+// while the connection is idle, so it waits in the socket, and then after
+// a reply, so it waits in the read buffer.
+func TestAPushToAnIdleConnectionWithoutAHandlerIsDropped(t *testing.T) {
+	srv := redistest.Start(t)
+	c := dial(t, srv.Addr, conn.WithRESP3())
+	ctx := context.Background()
+	require.NoError(t, c.DoPush(ctx, "SUBSCRIBE", "ch"))
+	publisher := dial(t, srv.Addr)
+	publish := func() {
+		v, err := publisher.Do(ctx, "PUBLISH", "ch", "hello")
+		require.NoError(t, err)
+		require.EqualValues(t, 1, v.Int, "the subscribed connection hears it")
+	}
+
+	publish()
+	time.Sleep(10 * time.Millisecond) // idle for longer than the look at the socket waits
+	require.NoError(t, c.Err(), "a push waiting in the socket")
+	v, err := c.Do(ctx, "PING")
+	require.NoError(t, err)
+	require.Equal(t, "PONG", v.Str)
+	require.NoError(t, c.Err())
+}
+
+// The same, with the push read into the buffer behind a reply, where the
+// look at an idle connection finds it before the socket.
+func TestAPushBufferedBehindAReplyIsDropped(t *testing.T) {
+	fake := redistest.NewFake(t, func(s *redistest.Session) {
+		if !s.Expect("HELLO", "3") || s.Send("%0\r\n") != nil || !s.Expect("PING") {
+			return
+		}
+		if s.Send("+PONG\r\n>3\r\n$7\r\nmessage\r\n$1\r\nc\r\n$5\r\nhello\r\n") != nil || !s.Expect("PING") {
+			return
+		}
+		_ = s.Send("+PONG\r\n")
+		s.Stall()
+	})
+	c := dial(t, fake.Addr, conn.WithRESP3())
+	for range 2 {
+		v, err := c.Do(context.Background(), "PING")
+		require.NoError(t, err)
+		require.Equal(t, "PONG", v.Str)
+		time.Sleep(10 * time.Millisecond)
+		require.NoError(t, c.Err())
+	}
+}

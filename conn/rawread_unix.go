@@ -9,8 +9,8 @@ import (
 
 // idleBytes looks, without waiting, at what an idle connection's socket
 // holds: n < 0 when nothing (all is well), 0 for an end of stream, more
-// for bytes; or the socket's error.
-func idleBytes(raw syscall.RawConn) (n int, err error) {
+// for bytes, of which first is the first; or the socket's error.
+func idleBytes(raw syscall.RawConn) (n int, first byte, err error) {
 	var probe [1]byte
 	n = -1
 	rerr := raw.Read(func(fd uintptr) bool {
@@ -25,7 +25,7 @@ func idleBytes(raw syscall.RawConn) (n int, err error) {
 		return true
 	})
 	if rerr != nil {
-		return -1, rerr
+		return -1, 0, rerr
 	}
-	return n, err
+	return n, probe[0], err
 }

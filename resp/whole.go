@@ -49,6 +49,17 @@ func (r *Reader) Whole() bool {
 	return wholeFrame(b, r.resp2)
 }
 
+// NextType reports the type of the next frame, from its first byte, if
+// that byte is in the buffer; it reads nothing from the stream and decodes
+// nothing.
+func (r *Reader) NextType() (Type, bool) {
+	if r.err != nil || r.br.Buffered() == 0 {
+		return 0, false
+	}
+	b, _ := r.br.Peek(1) // buffered: no read
+	return Type(b[0]), true
+}
+
 // wholeFrame reports whether b begins with a whole frame, or with bytes
 // that Read refuses before it needs more (see Whole). It walks the frame
 // without recursion, counting the values still to come, so its cost is

@@ -101,3 +101,22 @@ func FuzzWhole(f *testing.F) {
 		checkWhole(t, string(in), opts...)
 	})
 }
+
+func TestNextTypeLooksAtTheBufferOnly(t *testing.T) {
+	r := resp.NewReader(strings.NewReader(">2\r\n+a\r\n+b\r\n:1\r\n"))
+	_, ok := r.NextType()
+	require.False(t, ok, "nothing buffered yet, and NextType reads nothing")
+	require.NoError(t, r.Fill())
+	typ, ok := r.NextType()
+	require.True(t, ok)
+	require.Equal(t, resp.Push, typ)
+	_, err := r.Read()
+	require.NoError(t, err)
+	typ, ok = r.NextType()
+	require.True(t, ok)
+	require.Equal(t, resp.Integer, typ)
+	_, err = r.Read()
+	require.NoError(t, err)
+	_, ok = r.NextType()
+	require.False(t, ok, "all read")
+}
