@@ -80,23 +80,30 @@ func wholeFrame(b []byte, resp2 bool) bool {
 		line := b[1 : 1+end]
 		b = b[2+end:]
 		switch t {
-		case SimpleString, ErrorReply, Integer, Null, Boolean, Double, BigNumber:
+		case Integer, Null, Boolean:
+			if len(line) > maxNumberLine+1 {
+				return true // a number line Read refuses for its length
+			}
+			fallthrough
+		case SimpleString, ErrorReply, Double, BigNumber:
 			due--
 			continue
 		case Bulk, BulkError, Verbatim, Array, Set, Push, Map, Attribute:
 		default:
 			return true // Read refuses it on its type byte
 		}
-		if len(line) == 0 || line[len(line)-1] != '\r' {
+		if len(line) == 0 || line[len(line)-1] != '\r' || len(line) > maxNumberLine+1 {
 			return true // a length line Read refuses
 		}
 		n, ok := parseInt(line[:len(line)-1])
 		switch {
 		case !ok || n > math.MaxInt:
 			return true // Read refuses it, or no buffer could hold it
-		case n < 0:
-			due-- // a null, or a negative length that Read refuses
+		case n == -1 && (t == Bulk || t == Array):
+			due-- // a null
 			continue
+		case n < 0:
+			return true // a negative length Read refuses
 		}
 		switch t {
 		case Bulk, BulkError, Verbatim:

@@ -60,6 +60,26 @@ func TestWholeHoldsOnlyForABufferedFrame(t *testing.T) {
 	}
 }
 
+// Whole holds as soon as the buffer holds bytes that Read refuses, even
+// where the frame around them would need more: a caller waiting for the
+// rest would wait for bytes that cannot make the frame good.
+func TestWholeHoldsForARefusalBeforeTheFrameEnds(t *testing.T) {
+	long := strings.Repeat("1", 65)
+	for _, in := range []string{
+		"*2\r\n%-1\r\n",           // only bulk strings and arrays are null as -1
+		"*2\r\n|-1\r\n",           // nor attributes
+		"*2\r\n$-2\r\n",           // nor any length under -1
+		"*2\r\n:" + long + "\r\n", // a number line over 64 bytes
+		"*2\r\n*" + long + "\r\n", // a length line over 64 bytes
+	} {
+		r := resp.NewReader(&errAfter{data: []byte(in), err: errMoreRead})
+		require.NoError(t, r.Fill())
+		require.True(t, r.Whole(), "%q", in)
+		_, err := r.Read()
+		require.ErrorIs(t, err, resp.ErrProtocol, "%q", in)
+	}
+}
+
 func TestFillStopsAtAFullBuffer(t *testing.T) {
 	in := "$100\r\n" + strings.Repeat("x", 100) + "\r\n"
 	r := resp.NewReader(strings.NewReader(in), resp.WithBufferSize(16))
