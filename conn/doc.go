@@ -33,12 +33,14 @@
 // goroutine reads for the connection's life. A caller whose context ends
 // returns at once; its reply is still read and dropped, so later replies
 // never shift. A connection with no reader while idle notices that the server
-// closed it when a call or [Conn.Err] looks at it: a call that finds it so
-// has sent nothing, fails with [ErrBroken], and a [Client] makes it again on
-// a new connection. A reply over one of the reader's limits (see
-// [WithReaderOptions]) is read past and dropped, and fails its own call
-// alone, with an error matching resp.ErrLimit: the command did run; a call of
-// several commands fails as a whole. The connection stays in step and usable,
+// closed it, or sent a reply nobody asked for, when a call or [Conn.Err]
+// looks at it: a call that finds it so has sent nothing, fails with
+// [ErrBroken], and a [Client] makes it again on a new connection. A RESP3
+// push frame found then is no such reply: the next reader drops it. A
+// reply over one of the reader's limits (see [WithReaderOptions]) is read
+// past and dropped, and fails its own call alone, with an error matching
+// resp.ErrLimit: the command did run; a call of several commands fails as
+// a whole. The connection stays in step and usable,
 // and the calls around it get their own replies. A push frame over a limit is
 // dropped. When the connection breaks (an I/O error, bytes that are not valid
 // RESP, a reply nobody asked for), every call in flight fails with an
