@@ -207,9 +207,10 @@ func stillUncertain(ctx context.Context, v retried, err error) error {
 	}
 	var uncertain *conn.UncertainError
 	switch {
-	case errors.As(err, &uncertain) && ctx.Err() != nil && !errors.Is(err, ctx.Err()):
-		return &conn.UncertainError{Cause: fmt.Errorf("%w; not sent again, as the context ended: %w", err, ctx.Err())}
 	case errors.As(err, &uncertain):
+		if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+			return &conn.UncertainError{Cause: fmt.Errorf("%w; not sent again, as the context ended: %w", err, ctx.Err())}
+		}
 		return err
 	case v.firstUncertain != nil:
 		return &conn.UncertainError{Cause: fmt.Errorf("%w; then, sent again: %w", v.firstUncertain, err)}
