@@ -323,7 +323,7 @@ func (r *Reader) readLength(t Type) (int, error) {
 	switch {
 	case !ok:
 		return 0, protocolError("bad %s length %q", t, line)
-	case n == -1 && (t == Bulk || t == Array):
+	case isNullLength(t, n):
 		return -1, nil
 	case n < 0:
 		return 0, protocolError("negative %s length %d", t, n)
@@ -332,6 +332,11 @@ func (r *Reader) readLength(t Type) (int, error) {
 	}
 	return int(n), nil
 }
+
+// isNullLength reports whether a length of n makes a frame of type t a
+// null: -1, for a bulk string or an array (RESP2's nulls). Any other
+// negative length is refused.
+func isNullLength(t Type, n int64) bool { return n == -1 && (t == Bulk || t == Array) }
 
 // charge counts n bytes against the reply's memory budget, and reports
 // false, charging nothing, if they do not fit.

@@ -99,7 +99,7 @@ func wholeFrame(b []byte, resp2 bool) bool {
 		switch {
 		case !ok || n > math.MaxInt:
 			return true // Read refuses it, or no buffer could hold it
-		case n == -1 && (t == Bulk || t == Array):
+		case isNullLength(t, n):
 			due-- // a null
 			continue
 		case n < 0:
