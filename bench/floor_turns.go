@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -90,28 +89,14 @@ func (f *floorTurnLocker) unlock(ctx context.Context) error {
 
 func (f *floorTurnLocker) Close() error { return f.socket.Close() }
 
-// openFloorGroup opens n floor lockers on one turnstile, for scenario 3,
-// and warms each up as openGroups does the locks.
-func openFloorGroup(ctx context.Context, addr string, im impl, key string, n int) (_ lockerGroup, err error) {
-	g := lockerGroup{impl: im, key: key, counter: key + ":count"}
-	defer func() {
-		if err != nil {
-			err = errors.Join(err, g.close())
-		}
-	}()
+// openFloorGroup opens n floor lockers on one turnstile, for scenario 3.
+func openFloorGroup(ctx context.Context, addr string, im impl, key string, n int) (lockerGroup, error) {
 	turns := &turnstile{}
-	for range n {
+	return openGroup(ctx, im, key, n, func(ctx context.Context) (locker, error) {
 		socket, err := dialFloor(ctx, addr)
 		if err != nil {
-			return lockerGroup{}, err
+			return nil, err
 		}
-		l := &floorTurnLocker{socket: socket, turns: turns}
-		g.lockers = append(g.lockers, l)
-		for range groupWarmupOps {
-			if err := lockUnlock(ctx, l, key); err != nil {
-				return lockerGroup{}, fmt.Errorf("%s: warming up: %w", im.name, err)
-			}
-		}
-	}
-	return g, nil
+		return &floorTurnLocker{socket: socket, turns: turns}, nil
+	})
 }

@@ -36,25 +36,39 @@ func openGroups(ctx context.Context, addr, prefix, tag string, n int, all []impl
 		if im.floor {
 			continue
 		}
-		key := groupKey(prefix, tag, i)
-		g := lockerGroup{impl: im, key: key, counter: key + ":count"}
-		for range n {
-			l, err := im.open(ctx, addr)
-			if err != nil {
-				out = append(out, g)
-				return nil, err
-			}
-			g.lockers = append(g.lockers, l)
-			for range groupWarmupOps {
-				if err := lockUnlock(ctx, l, g.key); err != nil {
-					out = append(out, g)
-					return nil, fmt.Errorf("%s: warming up: %w", im.name, err)
-				}
-			}
+		g, err := openGroup(ctx, im, groupKey(prefix, tag, i), n, func(ctx context.Context) (locker, error) {
+			return im.open(ctx, addr)
+		})
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, g)
 	}
 	return out, nil
+}
+
+// openGroup opens n lockers of im with open, on key, and warms each up.
+// On error it closes those it opened.
+func openGroup(ctx context.Context, im impl, key string, n int, open func(context.Context) (locker, error)) (_ lockerGroup, err error) {
+	g := lockerGroup{impl: im, key: key, counter: key + ":count"}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, g.close())
+		}
+	}()
+	for range n {
+		l, err := open(ctx)
+		if err != nil {
+			return lockerGroup{}, err
+		}
+		g.lockers = append(g.lockers, l)
+		for range groupWarmupOps {
+			if err := lockUnlock(ctx, l, key); err != nil {
+				return lockerGroup{}, fmt.Errorf("%s: warming up: %w", im.name, err)
+			}
+		}
+	}
+	return g, nil
 }
 
 // openHandoffGroups opens scenario 3's groups: openGroups', and, when the
