@@ -59,6 +59,10 @@ func (ls *Lease) commit(ctx context.Context, w lockstate.Write, keep bool) (held
 	if !ls.isHeld() {
 		return false, c.errorf("commit", ErrNotHeld)
 	}
+	if err := ls.takeTurn(ctx); err != nil {
+		return true, c.errorf("commit", err) // nothing sent
+	}
+	defer ls.giveTurn()
 	start := time.Now()
 	l := c.l
 	var keys []string
@@ -70,6 +74,10 @@ func (ls *Lease) commit(ctx context.Context, w lockstate.Write, keep bool) (held
 	}
 	v, _, short, err := l.runAcked(ctx, c.cmd, s, false, keys, commitArgs(&w, c, true), nil)
 	if err != nil {
+		if mayHaveRun(err) {
+			// It may have extended the lock, as an Extend would.
+			ls.mayHaveExtended(start, l.opts.TTL)
+		}
 		return false, c.errorf("commit", err)
 	}
 	if short != nil {

@@ -144,7 +144,8 @@
 //     server's clock in microseconds since the epoch. So they keep
 //     increasing across a restart without persistence, a restart from an
 //     old snapshot, and a counter that expired (an hour after the last
-//     acquisition): this rests on the server's clock not going back. A clock set back by more
+//     acquisition, or a TTL after it if the TTL is longer): this rests on
+//     the server's clock not going back. A clock set back by more
 //     than the time since the last acquisition, while the counter is gone,
 //     can repeat tokens.
 //   - Nothing is left behind: every key has a TTL. The lock has its

@@ -55,6 +55,7 @@ func Deadline(ls *Lease) time.Time {
 // The settings users have no business with, for the tests.
 func WithQueueLease(d time.Duration) Option     { return Option(lockconf.WithQueueLease(d)) }
 func WithReleaseTimeout(d time.Duration) Option { return Option(lockconf.WithReleaseTimeout(d)) }
+func WithFenceRetention(d time.Duration) Option { return Option(lockconf.WithFenceRetention(d)) }
 
 // WithClusterOptions passes options to a cluster Locker's client.
 func WithClusterOptions(opts ...cluster.Option) Option {

@@ -169,17 +169,33 @@ func hashTag(key string) string {
 	return key
 }
 
+// maxDuration is the longest duration sent to Redis as a TTL: 100 years.
+// Redis takes TTLs up to about 292 million years in milliseconds, but the
+// scripts add TTLs to the server's clock in Lua numbers, which hold
+// integers exactly only up to 2^53: a bound far below both keeps every sum
+// exact. No lock needs more.
+const maxDuration = 100 * 365 * 24 * time.Hour
+
 // checkMillis refuses a duration that does not reach the millisecond that
-// Redis counts TTLs in.
+// Redis counts TTLs in, or that exceeds maxDuration.
 func checkMillis(name string, d time.Duration) error {
-	if d < time.Millisecond {
+	switch {
+	case d < time.Millisecond:
 		return fmt.Errorf("%w: %s %v, want at least 1ms", ErrInvalid, name, d)
+	case d > maxDuration:
+		return fmt.Errorf("%w: %s %v, want at most 100 years (%v)", ErrInvalid, name, d, maxDuration)
 	}
 	return nil
 }
 
 // millis is d in whole milliseconds, rounded up, as sent to Redis: a lease
-// that counts d locally then ends no later than the key does.
+// that counts d locally then ends no later than the key does. d has passed
+// checkMillis, so the sum cannot overflow; it is computed without one all
+// the same.
 func millis(d time.Duration) string {
-	return strconv.FormatInt(int64((d+time.Millisecond-1)/time.Millisecond), 10)
+	ms := d / time.Millisecond
+	if d%time.Millisecond != 0 {
+		ms++
+	}
+	return strconv.FormatInt(int64(ms), 10)
 }

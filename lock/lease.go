@@ -2,6 +2,7 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -30,6 +31,10 @@ type Lease struct {
 	expiry *time.Timer   // guarded by mu
 	stop   chan struct{} // guarded by mu: closed to stop the watchdog; nil without one
 	wanted chan struct{} // guarded by mu: made by the first Wanted call
+	// turn is held by the one extension of the lease in flight (Extend,
+	// the watchdog's, a commit that keeps the lock): see takeTurn. Made
+	// by the first extension, under mu; a send takes the turn.
+	turn chan struct{}
 }
 
 type leaseState int
@@ -153,15 +158,71 @@ func (ls *Lease) markLost() {
 
 // extendTo moves the deadline to start+ttl after the server confirmed an
 // extension sent at start. It reports false if the lease ended meanwhile.
+// The caller holds the lease's turn (takeTurn), so that no other
+// extension is in flight: Redis keeps the TTL of the extension it ran
+// last, and with one at a time that is the one whose reply came last.
 func (ls *Lease) extendTo(start time.Time, ttl time.Duration) bool {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	if ls.state != held {
 		return false
 	}
-	ls.deadline = leaseEnd(start, ttl)
+	ls.setDeadlineLocked(leaseEnd(start, ttl))
 	return true
 }
+
+// mayHaveExtended takes into account an extension to ttl, sent at start,
+// whose outcome is unknown: if it ran, the lock expires at start+ttl or
+// later; if not, at the deadline. The earlier of the two is safe either
+// way, whichever way the extension went.
+func (ls *Lease) mayHaveExtended(start time.Time, ttl time.Duration) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if end := leaseEnd(start, ttl); ls.state == held && end.Before(ls.deadline) {
+		ls.setDeadlineLocked(end)
+	}
+}
+
+// setDeadlineLocked moves the deadline, and the timer that closes Done at
+// it: a deadline moved earlier must close Done earlier, while a later one
+// only costs the timer a look when it fires (see runOut).
+func (ls *Lease) setDeadlineLocked(deadline time.Time) {
+	earlier := deadline.Before(ls.deadline)
+	ls.deadline = deadline
+	// A timer that has fired already runs runOut, which reads the new
+	// deadline; Stop tells which.
+	if earlier && ls.expiry != nil && ls.expiry.Stop() {
+		ls.expiry.Reset(time.Until(deadline))
+	}
+}
+
+// takeTurn waits until no other extension of the lease is in flight, or
+// ctx ends. A nil return must be matched by giveTurn. Extensions of one
+// lease take turns because each moves the deadline by its own reply, and
+// two in flight at once could have their replies read in another order
+// than Redis ran them: the deadline would follow the TTL that Redis
+// replaced.
+func (ls *Lease) takeTurn(ctx context.Context) error {
+	ls.mu.Lock()
+	if ls.turn == nil {
+		ls.turn = make(chan struct{}, 1)
+	}
+	turn := ls.turn
+	ls.mu.Unlock()
+	select {
+	case turn <- struct{}{}:
+		return nil
+	default:
+	}
+	select {
+	case turn <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (ls *Lease) giveTurn() { <-ls.turn }
 
 // expiryGrain is how finely the server keeps a key's expiry: whole
 // milliseconds, taken from a clock it does not read afresh for every
@@ -184,6 +245,17 @@ func leaseEnd(start time.Time, ttl time.Duration) time.Time {
 // owner has it. An extension whose reply comes after the lease ran out by
 // this process's clock also returns ErrNotHeld: the release sent when it
 // ran out follows the extension on the same connection and undoes it.
+//
+// ttl may be shorter than the time the lease has left: the lease's
+// deadline, and Done, move earlier with it. Extensions of one lease from
+// several goroutines (the watchdog's and a held write-back's among them)
+// run one at a time, so that the deadline always follows the extension
+// Redis ran last. An extension whose outcome is unknown (an error matching
+// conn.UncertainError, or ctx ending while it was on its way) is taken to
+// have run where that makes the lease shorter: the deadline becomes the
+// earlier of the two it could be. ttl must be at least a millisecond and
+// at most 100 years; outside that, the error matches ErrInvalid and
+// nothing is sent.
 func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if err := ls.startCall(ctx, "extend", "TTL", ttl); err != nil {
 		return err
@@ -193,9 +265,22 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	if !ls.isHeld() {
 		return c.errorf("extend", ErrNotHeld)
 	}
+	if err := ls.takeTurn(ctx); err != nil {
+		return c.errorf("extend", err) // nothing sent
+	}
+	defer ls.giveTurn()
+	if err := ctx.Err(); err != nil {
+		return c.errorf("extend", err) // nothing sent
+	}
 	start := time.Now()
 	v, _, short, err := c.l.runAcked(ctx, c.cmd, extendScript, false, []string{c.names.lock}, []string{c.owner, millis(ttl)}, nil)
 	if err != nil {
+		if mayHaveRun(err) {
+			ls.mayHaveExtended(start, ttl)
+			if !errors.As(err, new(*conn.UncertainError)) {
+				err = &conn.UncertainError{Cause: err}
+			}
+		}
 		return c.errorf("extend", err)
 	}
 	n, err := integerReply(v, 0, 1)
@@ -207,8 +292,10 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return c.errorf("extend", ErrNotHeld)
 	}
 	if short != nil {
-		// The deadline stays where it was: a failover could bring back
-		// the lock as it was before the extension.
+		// A failover could bring back the lock as it was before the
+		// extension, or keep it as extended: the deadline is the
+		// earlier of the two.
+		ls.mayHaveExtended(start, ttl)
 		return c.errorf("extend", &conn.UncertainError{Cause: short})
 	}
 	if !ls.extendTo(start, ttl) {

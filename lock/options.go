@@ -32,7 +32,9 @@ func defaultOptions() lockconf.Options {
 // Redis counts TTLs in whole milliseconds; a TTL with a fraction of one is
 // sent rounded up, while the lease counts the TTL as given, so the lease
 // always ends before the lock does in Redis. Default: 10s. It must be at
-// least a millisecond.
+// least a millisecond and at most 100 years. The lock's fencing counter
+// lives at least an hour past the last acquisition, or the TTL if that is
+// longer (see the package doc's fencing section).
 func WithTTL(d time.Duration) Option { return func(o *lockconf.Options) { o.TTL = d } }
 
 // WithFair makes the lock fair: waiters from every process queue in Redis
@@ -76,6 +78,10 @@ func buildOptions(opts []Option) (lockconf.Options, error) {
 			opt(&o)
 		}
 	}
+	// The fencing counter must outlive every lease (see tokenPrelude):
+	// a TTL over the retention takes the retention with it, so that a
+	// two-hour lock needs no second setting.
+	o.FenceRetention = max(o.FenceRetention, o.TTL)
 	return o, checkOptions(o)
 }
 
@@ -83,13 +89,17 @@ func checkOptions(o lockconf.Options) error {
 	if err := checkMillis("TTL", o.TTL); err != nil {
 		return err
 	}
+	if err := checkMillis("queue lease", o.QueueLease); err != nil {
+		return err
+	}
+	if err := checkMillis("fence retention", o.FenceRetention); err != nil {
+		return err
+	}
 	switch {
 	case o.QueueLease < 3*time.Millisecond:
 		return fmt.Errorf("%w: queue lease %v, want at least 3ms", ErrInvalid, o.QueueLease)
 	case o.ReleaseTimeout <= 0:
 		return fmt.Errorf("%w: release timeout %v, want more than 0", ErrInvalid, o.ReleaseTimeout)
-	case o.FenceRetention < o.TTL:
-		return fmt.Errorf("%w: fence retention %v, want at least the TTL %v", ErrInvalid, o.FenceRetention, o.TTL)
 	case o.ReleaseStyle < lockconf.ReleasePingEval || o.ReleaseStyle > lockconf.ReleaseGetDel:
 		return fmt.Errorf("%w: release style %d", ErrInvalid, o.ReleaseStyle)
 	}

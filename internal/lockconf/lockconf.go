@@ -86,7 +86,8 @@ func WithReleaseTimeout(d time.Duration) func(*Options) {
 // lock's last acquisition. Tokens keep increasing after the counter is gone
 // (they never fall below the server's clock, in microseconds); the counter
 // guards them, while it lives, against the server's clock being set back.
-// Default: 1 hour; at least the TTL.
+// Default: 1 hour. A retention shorter than the TTL is raised to the TTL:
+// the counter must outlive every lease.
 func WithFenceRetention(d time.Duration) func(*Options) {
 	return func(o *Options) { o.FenceRetention = d }
 }
