@@ -57,11 +57,13 @@
 // Hand-off windows. A lock handed to a waiter (in either mode) is set with
 // a TTL of 500ms, or the lock's TTL if shorter, until the waiter confirms:
 // its confirmation sets its own TTL, and its lease's deadline counts from
-// the moment it sent the confirmation. PUBLISH answers how many
-// subscribers got the message; none means the waiter's process is gone (a
-// process that dies closes its connections, and Redis forgets its
-// subscriptions), and the hand-off goes to the next waiter in the same
-// script. A waiter that is alive but stalled, or that died after its
+// the moment it sent the confirmation. The hand-off script first asks
+// how many clients subscribe to the waiter's process channel itself
+// (PUBSUB NUMSUB: pattern subscribers, such as an operator's
+// PSUBSCRIBE *, are not counted; on shard channels, which have none,
+// SPUBLISH's count); none means the waiter's process is gone (a process
+// that dies closes its connections, and Redis forgets its subscriptions),
+// and the hand-off goes to the next waiter in the same script. A waiter that is alive but stalled, or that died after its
 // process received the hand-off and before it confirmed, keeps the lock for
 // the window at most; in fair mode the next waiter then takes it at its
 // next renewal, within a third of the queue lease (1s by default). A

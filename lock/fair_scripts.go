@@ -19,14 +19,14 @@ package lock
 // fairPrelude adds to tokenPrelude nowMs() (the server's clock in ms) and
 // promote, which offers the lock to the first live waiter: it makes it the
 // owner for the hand-off window only and publishes the waiter's ID to the
-// waiter's process channel. PUBLISH answers how many subscribers received
-// the message: none means that process is gone (its connection closed when
-// it died), and the next waiter is tried at once. The waiter confirms the
+// waiter's process channel (see tellFunc). No subscriber of that channel
+// means that process is gone (its connection closed when it died), and the
+// next waiter is tried at once. The waiter confirms the
 // offer with its own acquire, which sets its full TTL. promote returns the
 // owner offered the lock, or false when no live waiter is left, in which
 // case the lock may be set to a dead waiter and the caller must set or
 // delete it.
-const fairPrelude = tokenPrelude + `
+const fairPrelude = tokenPrelude + tellFunc + `
 local function nowMs()
 	local t = serverClock()
 	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -42,7 +42,7 @@ local function promote(window)
 			local deadline, id, channel = string.match(entry, '^(%d+) (%d+) (.+)$')
 			if deadline and tonumber(deadline) >= nowMs() then
 				redis.call('SET', KEYS[1], head, 'PX', window)
-				if redis.call('PUBLISH', channel, id) > 0 then return head end
+				if tell(channel, id) then return head end
 			end
 		end
 	end

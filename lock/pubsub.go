@@ -27,10 +27,12 @@ var (
 	shardedPublishing = plainPublishing.sharded()
 )
 
-// sharded is p with every PUBLISH an SPUBLISH.
+// sharded is p with every PUBLISH an SPUBLISH, and tell trusting its
+// count (see tellFunc).
 func (p publishing) sharded() publishing {
 	s := func(sc script) script {
-		return newScript(strings.ReplaceAll(sc.src, "redis.call('PUBLISH'", "redis.call('SPUBLISH'"))
+		src := strings.ReplaceAll(sc.src, tellFunc, tellShardedFunc)
+		return newScript(strings.ReplaceAll(src, "redis.call('PUBLISH'", "redis.call('SPUBLISH'"))
 	}
 	return publishing{s(p.acquire), s(p.release), s(p.commit), s(p.fairAcquire), s(p.fairRelease), s(p.fairCommit)}
 }

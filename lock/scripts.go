@@ -63,8 +63,9 @@ end
 // takes the request off the list, sets the lock to the asker's owner
 // token with a short TTL (the hand-off window) and publishes the waiter's
 // ID to its process channel; the asker's next acquire finds the lock its
-// own and confirms it with its full TTL. A PUBLISH that reaches nobody
-// means the asker's process is gone, and the next request is tried. So
+// own and confirms it with its full TTL. A process channel that nobody
+// subscribes to means the asker's process is gone (see tellFunc), and the
+// next request is tried. So
 // under contention every release hands the lock on, in the order the
 // waiters asked, and wakes one waiter: no waiter is passed over for ever
 // by a newer one, and no release wakes them all.
@@ -154,7 +155,30 @@ return 1
 // returns false: the caller keeps or deletes the lock.
 const handOffPrelude = listPrelude + handOffFunc
 
-const handOffFunc = `
+// tellFunc defines tell(channel, id), which publishes a waiter's ID on its
+// process's channel and reports whether that process heard it. PUBLISH
+// answers how many clients received the message, and pattern subscribers
+// count among them: one PSUBSCRIBE * anywhere (an operator's redis-cli, a
+// pub/sub bridge) would make every dead waiter look alive and keep the
+// lock for its hand-off window. So the channel's own subscribers are
+// counted first, and a channel nobody subscribes to is not published on.
+// Shard channels have no pattern subscribers: their flavour (see
+// publishing.sharded) trusts SPUBLISH's count.
+const tellFunc = `
+local function tell(channel, id)
+	if redis.call('PUBSUB', 'NUMSUB', channel)[2] == 0 then return false end
+	return redis.call('PUBLISH', channel, id) > 0
+end
+`
+
+// tellShardedFunc is tellFunc for shard channels.
+const tellShardedFunc = `
+local function tell(channel, id)
+	return redis.call('SPUBLISH', channel, id) > 0
+end
+`
+
+const handOffFunc = tellFunc + `
 local function handOff(wanted, owner, window)
 	while true do
 		local asker = onList('LPOP', wanted)
@@ -162,7 +186,7 @@ local function handOff(wanted, owner, window)
 		local other, id, channel = string.match(asker, '^(%S+) (%d+) (.+)$')
 		if other and other ~= owner then
 			redis.call('SET', KEYS[1], other, 'PX', window)
-			if redis.call('PUBLISH', channel, id) > 0 then return true end
+			if tell(channel, id) then return true end
 		end
 	end
 end
@@ -223,7 +247,9 @@ end
 var commitScript = newScript(handOffPrelude + statePrelude + commitBody("KEYS[2]", "handOff(KEYS[3], ARGV[1], ARGV[7])"))
 
 // commitBody is the commit scripts' body, around the key of the state and
-// the Lua call that hands the lock to a waiting owner, true if it did.
+// the Lua call that hands the lock to a waiting owner, true if it did. The
+// state's SET is its first write, so that a script the server stops there
+// (out of memory) has written nothing: refusedWriteBack rests on it.
 func commitBody(stateKey, handOn string) string {
 	return `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
