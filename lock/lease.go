@@ -329,9 +329,8 @@ func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.
 // Unlock releases the lock. If ctx ends first, Unlock returns an error
 // matching both conn.UncertainError and ctx's error, but the release still
 // completes in the background, bounded by the release timeout (5s): a
-// cancelled release never leaves the lock held until its TTL, unless the
-// Locker's Close has begun by the time ctx ends (Close waits for no
-// further release; the lock's TTL is the backstop then). Whatever
+// cancelled release never leaves the lock held until its TTL, and a Close
+// that begins meanwhile waits for it (see Close). Whatever
 // ctx, Unlock returns within the release timeout: one that finds no reply
 // by then (a server that stopped answering, a half-open connection) is an
 // error matching conn.UncertainError, since the release may yet run; the

@@ -56,6 +56,12 @@ type Locker struct {
 	calls  int                 // guarded by mu: public calls in progress
 	idle   chan struct{}       // guarded by mu: made by Close, closed when calls reaches 0
 	closed bool                // guarded by mu
+	// drained is set by Close once no call is in progress: from then on
+	// spawn refuses, so that the background work Close waits for gains
+	// no goroutine while it waits. Until then a call in progress may
+	// still hand work to the background (the release of an Unlock whose
+	// context ended), which Close then waits for.
+	drained bool // guarded by mu
 }
 
 // Open connects to addr (host:port or a URL, see conn.Dial) with a command
@@ -189,14 +195,21 @@ func newLocker(nodes backend, o lockconf.Options, sharded bool) *Locker {
 
 // Close makes waiting Locks return ErrClosed and later calls fail with
 // ErrClosed, waits for the calls in progress, releases every lease still
-// held, stops the watchdogs, and closes the connections Open made.
+// held, waits for the releases going on in the background, stops the
+// watchdogs, and closes the connections Open made. The background
+// releases are those of Unlocks whose context ended, of leases that ran
+// out, and the undoing of Locks that gave up (cancelled, or ended by
+// Close) while their acquire was on its way and may have taken the lock:
+// a service that cancels its work and then closes its Locker leaves no
+// lock held.
 //
 // Close ends in bounded time, even on a server that stopped answering:
 // calls in progress get the release timeout (5s) to finish;
 // then the command connection is closed under them, so that they fail (a
 // command in flight fails with a conn.UncertainError). The leases still
-// held get another release timeout to be released, after which any
-// release still in flight is abandoned: the lock's TTL frees it. On a
+// held, and the background releases, get another release timeout
+// together, after which any release still in flight is abandoned: the
+// lock's TTL frees it. On a
 // Locker made with New, closing the connection under a stuck call closes
 // the caller's client's current connection, which the client redials.
 func (l *Locker) Close() error {
@@ -228,6 +241,7 @@ func (l *Locker) Close() error {
 	}
 
 	l.mu.Lock()
+	l.drained = true
 	held := make([]*Lease, 0, len(l.leases))
 	for ls := range l.leases {
 		held = append(held, ls)
@@ -240,6 +254,12 @@ func (l *Locker) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	// The releases and withdrawals already going on in the background
+	// (a Lock cancelled with its acquire on its way, a lease that ran
+	// out, an Unlock whose caller left) finish within the same time:
+	// cut short, they would leave a lock held for its TTL by an owner
+	// nobody knows.
+	l.awaitBackground(ctx)
 	cancel()
 	l.stopBackground()
 	l.background.Wait()
@@ -247,6 +267,22 @@ func (l *Locker) Close() error {
 		errs = append(errs, l.nodes.close())
 	}
 	return errors.Join(errs...)
+}
+
+// awaitBackground waits for the Locker's background work until ctx ends.
+// Close calls it once drained, so that nothing adds to the work while it
+// waits; the goroutine it starts ends when the work does, which Close
+// waits for in any case.
+func (l *Locker) awaitBackground(ctx context.Context) {
+	finished := make(chan struct{})
+	go func() {
+		l.background.Wait()
+		close(finished)
+	}()
+	select {
+	case <-finished:
+	case <-ctx.Done():
+	}
 }
 
 // enter counts a public call in, so that Close waits for it, unless Close
@@ -271,13 +307,14 @@ func (l *Locker) exit() {
 	}
 }
 
-// spawn runs f in a goroutine that Close waits for. Once Close has begun
-// it refuses, and the caller runs f itself: a WaitGroup must not gain
-// goroutines while someone waits on it.
+// spawn runs f in a goroutine that Close waits for. Once Close has
+// drained the calls in progress it refuses, and the caller runs f itself
+// or drops it: a WaitGroup must not gain goroutines while someone waits on
+// it.
 func (l *Locker) spawn(f func()) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.closed {
+	if l.drained {
 		return false
 	}
 	l.background.Add(1)

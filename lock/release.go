@@ -40,10 +40,11 @@ func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 	// Every release script compares the owner first, so a release that
 	// did run before the caller left makes this one a no-op. Close waits
 	// for it, rather than cut it short: the lease has ended, and Close
-	// releases only the leases still held. Once Close has begun, spawn
-	// refuses, and nothing more is sent: a Close releasing many leases on
-	// a stalled server, whose one context the first of them used up, must
-	// not wait a release timeout for each of the others.
+	// releases only the leases still held. Once Close has drained the
+	// calls in progress, spawn refuses, and nothing more is sent: only
+	// Close's own releases come here then, and a Close releasing many
+	// leases on a stalled server, whose one context the first of them
+	// used up, must not wait a release timeout for each of the others.
 	bg := conn.WithReplyDeadline(context.WithoutCancel(ctx), by)
 	after := "the release goes on in the background"
 	if !c.l.spawn(func() { _ = c.releaseNow(bg, by, w, c.l.opts.ReleaseStyle) }) {
@@ -96,6 +97,10 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.W
 		v.value, short, err = c.sendRelease(ctx, w, style)
 	}
 	err = stillUncertain(ctx, v, err)
+	var refused *resp.Error
+	if w != nil && errors.As(err, &refused) {
+		return c.refusedWriteBack(ctx, err, style)
+	}
 	if err != nil {
 		return c.errorf("unlock", err)
 	}
@@ -133,6 +138,20 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.W
 		return c.errorf("unlock", fmt.Errorf("the lock was gone when the release was retried: %w", v.firstUncertain))
 	}
 	return c.errorf("unlock", ErrNotHeld)
+}
+
+// refusedWriteBack releases the lock after the server refused a
+// write-back and release with an error reply (out of memory, say): the
+// commit scripts write the state before anything else, so a script that
+// failed wrote nothing and left the lock as it was, held by this owner.
+// Left so, the lock would stay held for its TTL by a lease that has
+// ended. The error says that nothing was written.
+func (c *claim) refusedWriteBack(ctx context.Context, refused error, style lockconf.ReleaseStyle) error {
+	err := c.releaseNow(ctx, time.Time{}, nil, style)
+	if err != nil && !errors.Is(err, ErrNotHeld) {
+		return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written: %w; then releasing: %w", refused, err))
+	}
+	return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written, lock released: %w", refused))
 }
 
 // sendRelease sends the release once, in the style asked for. A
