@@ -74,36 +74,41 @@ func keysOnEveryPrimary(t *testing.T, c *redistest.Cluster, primaries, n int) []
 	return keys
 }
 
-// contend has every Locker's goroutines take each key's lock rounds times
-// and add one to a counter kept under it, read and written through the
-// cluster client. An atomic flag per key catches two holders at once, and
-// every count must come out exact. during runs on the test's goroutine
-// while the workers run; contend returns how many increments were done
-// when it returned, which must be fewer than all of them for during to
-// have mattered.
+// contend has every Locker's goroutines take the keys' locks in turn, each
+// at least rounds times, and add one to a counter kept under each lock,
+// read and written through the cluster client. An atomic flag per key
+// catches two holders at once, and every count must come out exact.
+// during runs on the test's goroutine while the workers run, and the
+// workers go on until it has returned, however fast the machine: the
+// contention is sized by the event it must overlap, not by a count.
+// contend returns how many increments were done when during returned.
 func contend(t *testing.T, cc *cluster.Client, lockers []*lock.Locker, keys []string, workers, rounds int, during func()) (doneDuring int64) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	held := make(map[string]*atomic.Bool, len(keys))
+	counted := make(map[string]*atomic.Int64, len(keys)) // increments done per key
 	for _, k := range keys {
-		held[k] = new(atomic.Bool)
+		held[k], counted[k] = new(atomic.Bool), new(atomic.Int64)
 		_, err := cc.Do(ctx, "baton:{"+k+"}", "DEL", "count:{"+k+"}")
 		require.NoError(t, err)
 	}
 	var wg sync.WaitGroup
 	var done, longest atomic.Int64 // increments; the longest Lock, in ns
+	var over atomic.Bool           // during has returned
+	over.Store(during == nil)
 	errs := make(chan error, len(lockers)*workers)
 	for _, l := range lockers {
 		for range workers {
 			wg.Go(func() {
-				for r := range rounds {
+				for r := 0; r < rounds || !over.Load(); r++ {
 					key := keys[r%len(keys)]
 					waited, err := incrementUnder(ctx, cc, l, key, held[key])
 					if err != nil {
 						errs <- err
 						return
 					}
+					counted[key].Add(1)
 					done.Add(1)
 					for old := longest.Load(); int64(waited) > old && !longest.CompareAndSwap(old, int64(waited)); old = longest.Load() {
 					}
@@ -113,19 +118,19 @@ func contend(t *testing.T, cc *cluster.Client, lockers []*lock.Locker, keys []st
 	}
 	if during != nil {
 		during()
+		doneDuring = done.Load()
+		over.Store(true)
 	}
-	doneDuring = done.Load()
 	wg.Wait()
 	t.Logf("the longest Lock took %v", time.Duration(longest.Load()).Round(time.Millisecond))
 	close(errs)
 	for err := range errs {
 		require.NoError(t, err)
 	}
-	want := len(lockers) * workers * rounds / len(keys)
 	for _, k := range keys {
 		v, err := cc.Do(ctx, "baton:{"+k+"}", "GET", "count:{"+k+"}")
 		require.NoError(t, err)
-		require.Equal(t, strconv.Itoa(want), v.Str, "count of %s", k)
+		require.Equal(t, strconv.FormatInt(counted[k].Load(), 10), v.Str, "count of %s", k)
 	}
 	return doneDuring
 }
@@ -191,7 +196,7 @@ func TestLocksFollowASlotMigratedDuringContention(t *testing.T) {
 	for _, mode := range clusterModes {
 		t.Run(mode, func(t *testing.T) {
 			lockers := openOnCluster(t, c, 3, clusterModeOptions(mode)...)
-			const workers, rounds = 3, 150
+			const workers, rounds = 3, 20
 			doneDuring := contend(t, cc, lockers, []string{key}, workers, rounds, func() {
 				for _, to := range c.Nodes() {
 					time.Sleep(100 * time.Millisecond)
@@ -200,8 +205,7 @@ func TestLocksFollowASlotMigratedDuringContention(t *testing.T) {
 					}
 				}
 			})
-			t.Logf("%d of %d increments done when the last migration ended", doneDuring, len(lockers)*workers*rounds)
-			require.Less(t, doneDuring, int64(len(lockers)*workers*rounds), "the contention outlasted the migrations")
+			t.Logf("%d increments done when the last migration ended", doneDuring)
 		})
 	}
 }
