@@ -51,6 +51,7 @@ func TestADeadWaiterIsSkippedDespiteAPatternSubscriber(t *testing.T) {
 			mustUnlock(t, held)
 			ls := <-got
 			took := time.Since(released)
+			t.Logf("the live waiter held the lock %v after the release", took)
 			require.NotNil(t, ls, "the live waiter's Lock failed")
 			require.Less(t, took, maxHandOffPastADeadWaiter, "the dead waiter kept the lock")
 			mustUnlock(t, ls)

@@ -107,7 +107,8 @@
 //   - No herd: one PUBLISH to the head's process channel, naming one waiter
 //     ID; the subscriber wakes that waiter alone.
 //   - A dead waiter does not stall the queue: a process that died is
-//     skipped at hand-off, in the release script; one that stopped without
+//     skipped at hand-off, in the release script, whatever else
+//     subscribes (pattern subscribers are not counted); one that stopped without
 //     dying keeps the lock for the hand-off window at most, and its queue
 //     entry until its queue lease (3s) runs out.
 //   - The queue's keys expire a queue lease after the last waiter renewed.
@@ -136,6 +137,18 @@
 //     restart without persistence, or a failover to a replica that had not
 //     received the lock, loses every lock: a second owner can then acquire
 //     while the first lease is open. Fencing tokens are the defence.
+//   - Leases stay exact under every combination of calls: an extension to
+//     a shorter TTL moves the deadline, and Done, earlier; extensions of
+//     one lease (Extend, the watchdog's, a held write-back's) take turns,
+//     so that the deadline follows the one Redis ran last; one whose
+//     outcome is unknown counts as run where that ends the lease sooner.
+//     Every TTL sent is range-checked (1ms to 100 years): outside it, the
+//     call fails with ErrInvalid and sends nothing.
+//   - Every way out releases: a Lock cancelled with its acquire on its
+//     way undoes it in the background, a write-back the server refused
+//     releases in the same call, and Close waits for the releases going
+//     on in the background: a service that cancels its work and then
+//     closes its Locker leaves no lock held.
 //   - Errors tell the truth about writes: an error matching ErrNotHeld
 //     means the server wrote nothing; an outcome the client cannot know
 //     (the connection broke with the command in flight) is an error
