@@ -17,6 +17,7 @@ func init() {
 		Commander: func(l *Locker, key string) lockstate.Commander {
 			return l.nodes.commander(key)
 		},
+		LockKey: func(l *Locker, key string) string { return l.opts.Prefix + "{" + key + "}" },
 	})
 }
 

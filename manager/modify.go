@@ -2,9 +2,11 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/batonlock/baton/internal/lockstate"
+	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -79,6 +81,9 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) e
 	}
 	written = true
 	if _, err := lockOps.Commit(lease, ctx, lockstate.Write{Key: key, Value: string(data), TTL: m.ttl}, false); err != nil {
+		// Refused before anything was sent (New and check refuse what it
+		// would refuse, so this is a backstop): the lease is still held.
+		written = !errors.Is(err, lock.ErrInvalid)
 		return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 	}
 	return nil

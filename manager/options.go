@@ -22,7 +22,17 @@ func defaultSettings() settings {
 }
 
 // WithKeyPrefix sets the prefix of state keys: the state of token t lives
-// at <prefix>{t}:state. Default: "baton:", the lock's default prefix.
+// at <prefix>{t}:state. The state must share the hash tag of the token's
+// lock, <lock prefix>{t} (lock.WithKeyPrefix), for every token, since one
+// script writes the state back and releases the lock, and on Redis Cluster
+// a script may touch only keys of one slot. So either neither prefix has
+// braces (the defaults), and the tag is the token; or both name the same
+// tag ("svc{a}:" and "svc{a}:state:"), which puts every token's lock and
+// state in that tag's slot, on one node. Other combinations (braces in
+// one prefix only, different tags) would agree for a token or none, and
+// fail after the lock was taken: New refuses them, and every call returns
+// an error matching ErrInvalid, with nothing sent. Default: "baton:", the
+// lock's default prefix.
 func WithKeyPrefix(p string) Option { return func(s *settings) { s.prefix = p } }
 
 // WithStateTTL sets how long state lives after its last write; every write

@@ -53,6 +53,10 @@ type Ops[Locker, Lease any] struct {
 	// (the state kept under a lock, which shares the lock's hash tag):
 	// on a cluster, the primary of key's slot.
 	Commander func(l *Locker, key string) Commander
+	// LockKey is the name in Redis of the lock for key, <prefix>{key}
+	// with the Locker's prefix: a Write's Key must share its hash tag.
+	// It sends nothing.
+	LockKey func(l *Locker, key string) string
 }
 
 // Commander runs commands on the server, or the cluster node, that holds
