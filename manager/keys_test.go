@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -88,4 +89,31 @@ func TestPrefixesWithTheSameTagWork(t *testing.T) {
 			require.NoError(t, m.Close())
 		}
 	}
+}
+
+// TestAStateTTLOutOfRangeIsRefused: a state TTL under a millisecond, or
+// over the 100 years that Redis and Lua take exactly, is refused before
+// anything is sent, with and without hold.
+func TestAStateTTLOutOfRangeIsRefused(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	const maxTTL = 100 * 365 * 24 * time.Hour
+	for _, ttl := range []time.Duration{0, time.Millisecond - 1, maxTTL + time.Millisecond, time.Duration(math.MaxInt64)} {
+		for _, hold := range []time.Duration{0, time.Hour} {
+			t.Run(ttl.String()+"/hold="+hold.String(), func(t *testing.T) {
+				srv.Do(t, "FLUSHALL")
+				m := newManager(t, openLocker(t, srv), manager.WithStateTTL(ttl), manager.WithHold(hold))
+				ran := false
+				err := m.Modify(ctx, "k", func(c *counter) error { ran = true; c.N++; return nil })
+				require.ErrorIs(t, err, manager.ErrInvalid)
+				require.False(t, ran, "fn ran")
+				require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}").Int, "the lock is left held")
+				require.Zero(t, srv.Do(t, "DBSIZE").Int, "nothing was sent")
+			})
+		}
+	}
+	m := newManager(t, openLocker(t, srv), manager.WithStateTTL(maxTTL))
+	require.NoError(t, m.Modify(ctx, "k", increment))
+	ms := srv.Do(t, "PTTL", "baton:{k}:state").Int
+	require.InDelta(t, float64(maxTTL/time.Millisecond), float64(ms), float64(time.Minute/time.Millisecond), "the longest state TTL is taken exactly")
 }

@@ -17,13 +17,18 @@ import (
 var lockOps = lockstate.Get[lock.Locker, lock.Lease]()
 
 // ErrInvalid is matched by errors for bad arguments: an empty token, a nil
-// function or context, an option of the wrong type, a state prefix that
-// does not fit the Locker's (WithKeyPrefix). Nothing was sent.
+// function or context, an option of the wrong type or out of range, a
+// state prefix that does not fit the Locker's (WithKeyPrefix). Nothing was
+// sent.
 var ErrInvalid = errors.New("manager: invalid argument")
 
 // ErrUndecodable is matched when the state stored for a token cannot be
 // decoded. The state is left as it is.
 var ErrUndecodable = errors.New("manager: state cannot be decoded")
+
+// maxStateTTL is the longest state TTL (WithStateTTL): a hundred years
+// of milliseconds, which Redis and Lua take exactly.
+const maxStateTTL = 100 * 365 * 24 * time.Hour
 
 // ErrClosed is returned by calls on a closed Manager.
 var ErrClosed = errors.New("manager: closed")
@@ -70,8 +75,8 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 	switch {
 	case l == nil:
 		m.err = fmt.Errorf("%w: nil Locker", ErrInvalid)
-	case s.ttl < time.Millisecond:
-		m.err = fmt.Errorf("%w: state TTL %v, want at least 1ms", ErrInvalid, s.ttl)
+	case s.ttl < time.Millisecond || s.ttl > maxStateTTL:
+		m.err = fmt.Errorf("%w: state TTL %v, want 1ms to 100 years", ErrInvalid, s.ttl)
 	case s.hold < 0:
 		m.err = fmt.Errorf("%w: hold %v, want 0 or more", ErrInvalid, s.hold)
 	case s.maxState < 1:

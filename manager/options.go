@@ -36,7 +36,9 @@ func defaultSettings() settings {
 func WithKeyPrefix(p string) Option { return func(s *settings) { s.prefix = p } }
 
 // WithStateTTL sets how long state lives after its last write; every write
-// refreshes it. Default: 1 hour.
+// refreshes it. It must be from 1ms to 100 years, the most that Redis and
+// the lock's scripts take exactly: New refuses others, and every call then
+// returns an error matching ErrInvalid. Default: 1 hour.
 func WithStateTTL(d time.Duration) Option { return func(s *settings) { s.ttl = d } }
 
 // WithHold keeps a token's lock, and its state, for up to d after each
