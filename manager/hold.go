@@ -58,7 +58,9 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 	ok := false
 	defer func() {
 		if !ok {
-			m.letGo(ctx, h) // fn failed or panicked: nothing written, let go
+			// fn or the codec failed or panicked: nothing written, let go.
+			// A panic goes on after.
+			m.letGo(ctx, h)
 		}
 	}()
 	held := func(v *T) error {
@@ -93,12 +95,24 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 	if err != nil {
 		return fmt.Errorf("manager: modify %q: %w", token, err)
 	}
+	h.lease = lease
+	ok := false
+	defer func() {
+		if !ok {
+			// fn failed or panicked, or the state could not be read or
+			// encoded: nothing written, let go. A panic goes on after.
+			m.letGo(ctx, h)
+		}
+	}()
+	if len(replies) != 1 {
+		// A bug below, not the server's doing; better said than a panic.
+		return fmt.Errorf("manager: modify %q: %d replies to the state's GET, want 1", token, len(replies))
+	}
 	data, err := m.apply(token, m.loaded(token, replies[0]), fn)
 	if err != nil {
-		_ = lease.Unlock(context.WithoutCancel(ctx))
 		return err
 	}
-	h.lease = lease
+	ok = true
 	if err := m.writeHeld(ctx, token, h, data, false); err != nil || h.lease == nil {
 		return err
 	}

@@ -16,7 +16,9 @@ import (
 //   - Missing state reaches fn as T's zero value.
 //   - If fn returns an error, nothing is written, the lock is released and
 //     the error comes back wrapped.
-//   - If fn panics, the lock is released and the panic goes on.
+//   - If fn, or the codec's Encode, panics, nothing is written, the lock is
+//     released (with WithHold too, held or just acquired) and the panic
+//     goes on.
 //   - If the lease was lost by the time of the write-back (its TTL ran out
 //     while fn ran), nothing is written and the error matches
 //     lock.ErrNotHeld.
