@@ -71,7 +71,9 @@ func (ls *Lease) commit(ctx context.Context, w lockstate.Write, keep bool) (held
 	}
 	v, _, short, err := l.runAcked(ctx, c.cmd, s, false, keys, commitArgs(&w, c, true), nil)
 	if err != nil {
-		return false, c.errorf("commit", err)
+		// A caller whose ctx ends leaves the script queued or in flight,
+		// with ctx's bare error: it may run yet.
+		return false, c.errorf("commit", stillUncertain(ctx, retried{}, err))
 	}
 	if short != nil {
 		// Whatever the script did, the write may not survive a

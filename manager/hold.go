@@ -74,7 +74,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 		return err
 	}
 	err = m.writeHeld(ctx, token, h, data, true)
-	if !errors.Is(err, lockstate.ErrStateMissing) {
+	if !errors.Is(err, lockstate.ErrStateMissing) || h.lease == nil {
 		ok = true
 		return err
 	}
@@ -126,14 +126,29 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 // asked for the lock, which the same script then hands it to. With
 // ifExists, a missing state writes nothing and returns an error matching
 // lockstate.ErrStateMissing, with the lease still held.
+//
+// If ctx has ended (fn may have cancelled it), it writes back and releases
+// in one, as Modify without hold does, which completes in the background
+// (an error matching conn.UncertainError says so), and the hold ends: a
+// write with the lease kept could not be sent, and would be uncertain.
 func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, data []byte, ifExists bool) error {
-	held, err := lockOps.Commit(h.lease, ctx, lockstate.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}, true)
+	w := lockstate.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}
+	if ctx.Err() != nil {
+		if _, err := lockOps.Commit(h.lease, ctx, w, false); err != nil {
+			m.letGo(ctx, h) // refused before sending; else the lease ended already
+			return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
+		}
+		h.lease, h.data = nil, nil
+		return nil
+	}
+	held, err := lockOps.Commit(h.lease, ctx, w, true)
 	if errors.Is(err, lockstate.ErrStateMissing) {
 		return err
 	}
 	if err != nil {
-		// Lost (ErrNotHeld: nothing written), or unknown: give the lease
-		// up either way.
+		// Lost (ErrNotHeld: nothing written), or unknown (an error
+		// matching conn.UncertainError, ctx's end in flight included):
+		// give the lease up either way.
 		m.letGo(ctx, h)
 		return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 	}

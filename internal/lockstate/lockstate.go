@@ -47,7 +47,8 @@ type Ops[Locker, Lease any] struct {
 	// that landed returns a nil error even if the lease ran out locally
 	// meanwhile. If the lease no longer owns the lock, nothing is written
 	// and the error matches lock.ErrNotHeld; an error matching
-	// conn.UncertainError means the write may or may not have landed.
+	// conn.UncertainError means the write may or may not have landed, as
+	// when ctx ends with it on its way.
 	Commit func(ls *Lease, ctx context.Context, w Write, keep bool) (held bool, err error)
 	// Commander is where the Locker sends commands on key, a Redis key
 	// (the state kept under a lock, which shares the lock's hash tag):
