@@ -43,7 +43,7 @@ func (m *Manager[T]) modifyHolding(ctx context.Context, token string, fn func(*T
 
 	if h.lease != nil && (closed(h.lease.Wanted()) || closed(h.lease.Done())) {
 		// Asked for while idle, or lost: the watcher is letting go.
-		m.letGo(ctx, h)
+		m.letGo(context.WithoutCancel(ctx), h)
 	}
 	if h.lease != nil {
 		return m.modifyHeld(ctx, token, h, fn)
@@ -60,7 +60,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 		if !ok {
 			// fn or the codec failed or panicked: nothing written, let go.
 			// A panic goes on after.
-			m.letGo(ctx, h)
+			m.letGo(context.WithoutCancel(ctx), h)
 		}
 	}()
 	held := func(v *T) error {
@@ -101,7 +101,7 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 		if !ok {
 			// fn failed or panicked, or the state could not be read or
 			// encoded: nothing written, let go. A panic goes on after.
-			m.letGo(ctx, h)
+			m.letGo(context.WithoutCancel(ctx), h)
 		}
 	}()
 	if len(replies) != 1 {
@@ -117,7 +117,7 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 		return err
 	}
 	if !m.startWatcher(token, h, lease) {
-		m.letGo(ctx, h) // closing
+		m.letGo(context.WithoutCancel(ctx), h) // closing
 	}
 	return nil
 }
@@ -162,12 +162,17 @@ func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, da
 	return nil
 }
 
-// letGo releases the held lease, if any. The caller has the slot.
+// letGo releases the held lease, if any. The caller has the slot. If ctx
+// has ended, or ends first, the release completes in the background (the
+// Locker's): after a write-back whose ctx ended, as without hold, rather
+// than keep a caller who left. Where fn failed or panicked, the caller
+// passes a ctx without cancel, so that the lock is free once Modify
+// returns, as without hold.
 func (m *Manager[T]) letGo(ctx context.Context, h *holding) {
 	if h.lease == nil {
 		return
 	}
-	_ = h.lease.Unlock(context.WithoutCancel(ctx)) // lost already, at worst
+	_ = h.lease.Unlock(ctx) // lost already, at worst
 	h.lease, h.data = nil, nil
 }
 

@@ -30,12 +30,12 @@ import (
 //   - An error is returned only when the write did not land, or when its
 //     outcome is unknown (an error matching conn.UncertainError): the
 //     server's reply decides, so retrying on ErrNotHeld never applies a
-//     change twice. An error that matches neither means that nothing was
-//     written.
+//     change twice. An error that does not match conn.UncertainError
+//     means that nothing was written.
 //   - If ctx ends while the write-back is on its way (sent, or queued to
 //     be), the error matches conn.UncertainError and ctx's error: the
-//     write may land yet. With WithHold the lock is let go then, after the
-//     write-back if it runs.
+//     write may land yet. With WithHold the lock is let go then, by a
+//     release sent after the write-back, in the background.
 //
 // The lock is released even when ctx ends during fn, with or without
 // WithHold: the write-back if fn succeeded, and the release, are sent in

@@ -48,14 +48,14 @@ func WithStateTTL(d time.Duration) Option { return func(s *settings) { s.ttl = d
 // end: a Modify that returns nil has written its result. A Modify whose
 // ctx ends by the time of its write-back (fn may cancel it) writes back
 // and releases in one, as without hold, in the background, and the hold
-// ends; one whose ctx ends with the write-back on its way returns an
-// error matching conn.UncertainError, and the hold ends after the
-// write-back. Either way nothing is held for a caller who left. The
-// holder lets go at once when another instance asks for the lock (after
-// the Modify in progress, if any), when d passes with no Modify, when the
-// lease ends, when a Modify fails or panics, and on Close. A d longer than
-// the lock's TTL holds at most the TTL, unless the Locker extends its
-// leases (lock.WithAutoExtend). Default: 0, no hold.
+// ends; one whose ctx ends with the write-back on its way returns an error
+// matching conn.UncertainError, and the hold ends with a release sent
+// after the write-back, in the background. Either way nothing is held for
+// a caller who left. The holder lets go at once when another instance asks
+// for the lock (after the Modify in progress, if any), when d passes with
+// no Modify, when the lease ends, when a Modify fails or panics, and on
+// Close. A d longer than the lock's TTL holds at most the TTL, unless the
+// Locker extends its leases (lock.WithAutoExtend). Default: 0, no hold.
 func WithHold(d time.Duration) Option { return func(s *settings) { s.hold = d } }
 
 // WithCodec sets how state is encoded. c must be a Codec[T] for the

@@ -66,18 +66,22 @@ func stateN(t *testing.T, srv *redistest.Server) int {
 // lasts, so the write-back is sent, and runs once the pause ends, after
 // Modify's context ended. Modify must not say that nothing was written:
 // an error that does not match conn.UncertainError (and is not nil) leaves
-// the state as it was.
+// the state as it was. Nor may Modify wait for the pause to end: the lock
+// is let go in the background.
 func TestAWriteBackWhoseContextEndsInFlightIsUncertain(t *testing.T) {
 	srv := redistest.Start(t)
 	forEachPath(t, srv, func(t *testing.T, m *manager.Manager[counter]) {
 		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Millisecond)
 		defer cancel()
+		start := time.Now()
 		err := m.Modify(ctx, "k", func(c *counter) error {
 			srv.Do(t, "CLIENT", "PAUSE", "300", "WRITE") // on a connection of its own
 			c.N++
 			return nil
 		})
-		t.Logf("Modify: %v", err)
+		took := time.Since(start)
+		t.Logf("Modify returned after %v: %v", took, err)
+		require.Less(t, took, 300*time.Millisecond, "Modify waited for the pause to end, past its context")
 		// The pause is over once a write gets through, and the lock is
 		// let go once the write-back (and release) ran.
 		srv.Do(t, "SET", "pause-over", "1")
