@@ -17,6 +17,7 @@ func init() {
 		Commander: func(l *Locker, key string) lockstate.Commander {
 			return l.nodes.commander(key)
 		},
+		LockKey: func(l *Locker, key string) string { return l.opts.Prefix + "{" + key + "}" },
 	})
 }
 
@@ -78,7 +79,9 @@ func (ls *Lease) commit(ctx context.Context, w lockstate.Write, keep bool) (held
 			// It may have extended the lock, as an Extend would.
 			ls.mayHaveExtended(start, l.opts.TTL)
 		}
-		return false, c.errorf("commit", err)
+		// A caller whose ctx ends leaves the script queued or in flight,
+		// with ctx's bare error: it may run yet.
+		return false, c.errorf("commit", stillUncertain(ctx, retried{}, err))
 	}
 	if short != nil {
 		// Whatever the script did, the write may not survive a

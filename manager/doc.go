@@ -18,15 +18,15 @@
 // With WithHold(d), the Manager keeps a token's lock and its state for up
 // to d after each Modify: a back-to-back Modify on the same instance then
 // costs one round trip, a fenced write that also extends the lock, and no
-// write is ever deferred. The held write only lands if the state is still
-// in Redis: one that expired or was deleted meanwhile is not overwritten
-// from the stale copy, and fn runs again on the zero value. Waiters in
-// other instances ask for the lock (lock.Lease.Wanted: every failed
-// acquire in fast mode, every new queue entry in fair mode). A held write
-// that finds a request hands the lock to the asker in the same script, and
-// a hold that is asked for between modifications lets go at once, handing
-// the lock over in the release. The holder, asking again, finds the lock
-// held by the other instance and waits its turn.
+// write ever waits for a later Modify. The held write only lands if the
+// state is still in Redis: one that expired or was deleted meanwhile is
+// not overwritten from the stale copy, and fn runs again on the zero
+// value. Waiters in other instances ask for the lock (lock.Lease.Wanted:
+// every failed acquire in fast mode, every new queue entry in fair mode).
+// A held write that finds a request hands the lock to the asker in the
+// same script, and a hold that is asked for between modifications lets go
+// at once, handing the lock over in the release. The holder, asking again,
+// finds the lock held by the other instance and waits its turn.
 //
 // The scenario that started baton, measured on a 2-vCPU VM: instance A
 // runs 1000 back-to-back increments on one token, instance B one Modify

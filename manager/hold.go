@@ -43,7 +43,7 @@ func (m *Manager[T]) modifyHolding(ctx context.Context, token string, fn func(*T
 
 	if h.lease != nil && (closed(h.lease.Wanted()) || closed(h.lease.Done())) {
 		// Asked for while idle, or lost: the watcher is letting go.
-		m.letGo(ctx, h)
+		m.letGo(context.WithoutCancel(ctx), h)
 	}
 	if h.lease != nil {
 		return m.modifyHeld(ctx, token, h, fn)
@@ -58,7 +58,9 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 	ok := false
 	defer func() {
 		if !ok {
-			m.letGo(ctx, h) // fn failed or panicked: nothing written, let go
+			// fn or the codec failed or panicked: nothing written, let go.
+			// A panic goes on after.
+			m.letGo(context.WithoutCancel(ctx), h)
 		}
 	}()
 	held := func(v *T) error {
@@ -72,7 +74,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 		return err
 	}
 	err = m.writeHeld(ctx, token, h, data, true)
-	if !errors.Is(err, lockstate.ErrStateMissing) {
+	if !errors.Is(err, lockstate.ErrStateMissing) || h.lease == nil {
 		ok = true
 		return err
 	}
@@ -93,17 +95,29 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 	if err != nil {
 		return fmt.Errorf("manager: modify %q: %w", token, err)
 	}
+	h.lease = lease
+	ok := false
+	defer func() {
+		if !ok {
+			// fn failed or panicked, or the state could not be read or
+			// encoded: nothing written, let go. A panic goes on after.
+			m.letGo(context.WithoutCancel(ctx), h)
+		}
+	}()
+	if len(replies) != 1 {
+		// A bug below, not the server's doing; better said than a panic.
+		return fmt.Errorf("manager: modify %q: %d replies to the state's GET, want 1", token, len(replies))
+	}
 	data, err := m.apply(token, m.loaded(token, replies[0]), fn)
 	if err != nil {
-		_ = lease.Unlock(context.WithoutCancel(ctx))
 		return err
 	}
-	h.lease = lease
+	ok = true
 	if err := m.writeHeld(ctx, token, h, data, false); err != nil || h.lease == nil {
 		return err
 	}
 	if !m.startWatcher(token, h, lease) {
-		m.letGo(ctx, h) // closing
+		m.letGo(context.WithoutCancel(ctx), h) // closing
 	}
 	return nil
 }
@@ -112,14 +126,29 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 // asked for the lock, which the same script then hands it to. With
 // ifExists, a missing state writes nothing and returns an error matching
 // lockstate.ErrStateMissing, with the lease still held.
+//
+// If ctx has ended (fn may have cancelled it), it writes back and releases
+// in one, as Modify without hold does, which completes in the background
+// (an error matching conn.UncertainError says so), and the hold ends: a
+// write with the lease kept could not be sent, and would be uncertain.
 func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, data []byte, ifExists bool) error {
-	held, err := lockOps.Commit(h.lease, ctx, lockstate.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}, true)
+	w := lockstate.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}
+	if ctx.Err() != nil {
+		if _, err := lockOps.Commit(h.lease, ctx, w, false); err != nil {
+			m.letGo(ctx, h) // refused before sending; else the lease ended already
+			return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
+		}
+		h.lease, h.data = nil, nil
+		return nil
+	}
+	held, err := lockOps.Commit(h.lease, ctx, w, true)
 	if errors.Is(err, lockstate.ErrStateMissing) {
 		return err
 	}
 	if err != nil {
-		// Lost (ErrNotHeld: nothing written), or unknown: give the lease
-		// up either way.
+		// Lost (ErrNotHeld: nothing written), or unknown (an error
+		// matching conn.UncertainError, ctx's end in flight included):
+		// give the lease up either way.
 		m.letGo(ctx, h)
 		return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 	}
@@ -133,12 +162,17 @@ func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, da
 	return nil
 }
 
-// letGo releases the held lease, if any. The caller has the slot.
+// letGo releases the held lease, if any. The caller has the slot. If ctx
+// has ended, or ends first, the release completes in the background (the
+// Locker's): after a write-back whose ctx ended, as without hold, rather
+// than keep a caller who left. Where fn failed or panicked, the caller
+// passes a ctx without cancel, so that the lock is free once Modify
+// returns, as without hold.
 func (m *Manager[T]) letGo(ctx context.Context, h *holding) {
 	if h.lease == nil {
 		return
 	}
-	_ = h.lease.Unlock(context.WithoutCancel(ctx)) // lost already, at worst
+	_ = h.lease.Unlock(ctx) // lost already, at worst
 	h.lease, h.data = nil, nil
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -16,12 +17,18 @@ import (
 var lockOps = lockstate.Get[lock.Locker, lock.Lease]()
 
 // ErrInvalid is matched by errors for bad arguments: an empty token, a nil
-// function or context, an option of the wrong type. Nothing was sent.
+// function or context, an option of the wrong type or out of range, a
+// state prefix that does not fit the Locker's (WithKeyPrefix). Nothing was
+// sent.
 var ErrInvalid = errors.New("manager: invalid argument")
 
 // ErrUndecodable is matched when the state stored for a token cannot be
 // decoded. The state is left as it is.
 var ErrUndecodable = errors.New("manager: state cannot be decoded")
+
+// maxStateTTL is the longest state TTL (WithStateTTL): a hundred years
+// of milliseconds, which Redis and Lua take exactly.
+const maxStateTTL = 100 * 365 * 24 * time.Hour
 
 // ErrClosed is returned by calls on a closed Manager.
 var ErrClosed = errors.New("manager: closed")
@@ -68,14 +75,56 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 	switch {
 	case l == nil:
 		m.err = fmt.Errorf("%w: nil Locker", ErrInvalid)
-	case s.ttl < time.Millisecond:
-		m.err = fmt.Errorf("%w: state TTL %v, want at least 1ms", ErrInvalid, s.ttl)
+	case s.ttl < time.Millisecond || s.ttl > maxStateTTL:
+		m.err = fmt.Errorf("%w: state TTL %v, want 1ms to 100 years", ErrInvalid, s.ttl)
 	case s.hold < 0:
 		m.err = fmt.Errorf("%w: hold %v, want 0 or more", ErrInvalid, s.hold)
 	case s.maxState < 1:
 		m.err = fmt.Errorf("%w: state size limit %d, want at least 1 byte", ErrInvalid, s.maxState)
 	}
+	if m.err == nil {
+		m.err = m.checkPrefixes()
+	}
 	return m
+}
+
+// checkPrefixes refuses a state prefix that puts a token's state under
+// another hash tag than the token's lock, for some token (see
+// WithKeyPrefix). Redis hashes the part of a key between its first '{'
+// and the first '}' after it, or the whole key if that part is empty. So
+// the tag of <prefix>{t}<suffix> is fixed by the prefix (a '{' and a '}'
+// in it), or is the token's (no '{' in the prefix), or begins in the
+// prefix and runs into the token (a '{' in the prefix, no '}' after it),
+// or is the whole key. Two such keys' tags agree for every token when they
+// are of one kind with one fixed part, and else for one token at most:
+// two tokens tell which.
+func (m *Manager[T]) checkPrefixes() error {
+	for _, token := range [...]string{"a", "b"} {
+		if err := m.checkTag(token); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkTag refuses a token whose state would not share its lock's hash
+// tag, which the write-back's script, on Redis Cluster, may not touch.
+func (m *Manager[T]) checkTag(token string) error {
+	lockKey, stateKey := lockOps.LockKey(m.locker, token), m.Key(token)
+	if hashTag(lockKey) != hashTag(stateKey) {
+		return fmt.Errorf("%w: the state of token %q, %q, would not share the hash tag of its lock, %q: see WithKeyPrefix", ErrInvalid, token, stateKey, lockKey)
+	}
+	return nil
+}
+
+// hashTag is the part of a key that Redis Cluster hashes.
+func hashTag(key string) string {
+	if open := strings.IndexByte(key, '{'); open >= 0 {
+		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
+			return key[open+1 : open+1+end]
+		}
+	}
+	return key
 }
 
 // sinceEpoch is the time now, for holding.lastWrite.
@@ -110,7 +159,8 @@ func (m *Manager[T]) check(ctx context.Context, token string) error {
 		// cluster slot than the lock.
 		return fmt.Errorf("%w: token %q begins with '}'", ErrInvalid, token)
 	}
-	return nil
+	// New checked the prefixes for every token; this is the backstop.
+	return m.checkTag(token)
 }
 
 // Get reads the state of token without the lock: a snapshot that may be

@@ -2,9 +2,11 @@ package manager
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/batonlock/baton/internal/lockstate"
+	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -14,7 +16,9 @@ import (
 //   - Missing state reaches fn as T's zero value.
 //   - If fn returns an error, nothing is written, the lock is released and
 //     the error comes back wrapped.
-//   - If fn panics, the lock is released and the panic goes on.
+//   - If fn, or the codec's Encode, panics, nothing is written, the lock is
+//     released (with WithHold too, held or just acquired) and the panic
+//     goes on.
 //   - If the lease was lost by the time of the write-back (its TTL ran out
 //     while fn ran), nothing is written and the error matches
 //     lock.ErrNotHeld.
@@ -26,10 +30,17 @@ import (
 //   - An error is returned only when the write did not land, or when its
 //     outcome is unknown (an error matching conn.UncertainError): the
 //     server's reply decides, so retrying on ErrNotHeld never applies a
-//     change twice.
+//     change twice. An error that does not match conn.UncertainError
+//     means that nothing was written.
+//   - If ctx ends while the write-back is on its way (sent, or queued to
+//     be), the error matches conn.UncertainError and ctx's error: the
+//     write may land yet. With WithHold the lock is let go then, by a
+//     release sent after the write-back, in the background.
 //
-// The lock is released even when ctx ends during fn: the release, and the
-// write-back if fn succeeded, complete in the background.
+// The lock is released even when ctx ends during fn, with or without
+// WithHold: the write-back if fn succeeded, and the release, are sent in
+// one and complete in the background, and the error matches
+// conn.UncertainError and ctx's error. A hold ends then.
 //
 // With WithHold, fn may run twice for one Modify: when the state kept
 // from the last write turns out to be gone from Redis (it expired or was
@@ -79,6 +90,9 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) e
 	}
 	written = true
 	if _, err := lockOps.Commit(lease, ctx, lockstate.Write{Key: key, Value: string(data), TTL: m.ttl}, false); err != nil {
+		// Refused before anything was sent (New and check refuse what it
+		// would refuse, so this is a backstop): the lease is still held.
+		written = !errors.Is(err, lock.ErrInvalid)
 		return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 	}
 	return nil

@@ -47,12 +47,17 @@ type Ops[Locker, Lease any] struct {
 	// that landed returns a nil error even if the lease ran out locally
 	// meanwhile. If the lease no longer owns the lock, nothing is written
 	// and the error matches lock.ErrNotHeld; an error matching
-	// conn.UncertainError means the write may or may not have landed.
+	// conn.UncertainError means the write may or may not have landed, as
+	// when ctx ends with it on its way.
 	Commit func(ls *Lease, ctx context.Context, w Write, keep bool) (held bool, err error)
 	// Commander is where the Locker sends commands on key, a Redis key
 	// (the state kept under a lock, which shares the lock's hash tag):
 	// on a cluster, the primary of key's slot.
 	Commander func(l *Locker, key string) Commander
+	// LockKey is the name in Redis of the lock for key, <prefix>{key}
+	// with the Locker's prefix: a Write's Key must share its hash tag.
+	// It sends nothing.
+	LockKey func(l *Locker, key string) string
 }
 
 // Commander runs commands on the server, or the cluster node, that holds
