@@ -159,16 +159,6 @@ func checkKey(prefix, key string) error {
 	return nil
 }
 
-// hashTag is the part of a key that Redis Cluster hashes.
-func hashTag(key string) string {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key[open+1 : open+1+end]
-		}
-	}
-	return key
-}
-
 // maxDuration is the longest duration sent to Redis as a TTL: 100 years.
 // Redis takes TTLs up to about 292 million years in milliseconds, but the
 // scripts add TTLs to the server's clock in Lua numbers, which hold

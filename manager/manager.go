@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/internal/lockstate"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
@@ -111,20 +111,13 @@ func (m *Manager[T]) checkPrefixes() error {
 // tag, which the write-back's script, on Redis Cluster, may not touch.
 func (m *Manager[T]) checkTag(token string) error {
 	lockKey, stateKey := lockOps.LockKey(m.locker, token), m.Key(token)
-	if hashTag(lockKey) != hashTag(stateKey) {
-		return fmt.Errorf("%w: the state of token %q, %q, would not share the hash tag of its lock, %q: see WithKeyPrefix", ErrInvalid, token, stateKey, lockKey)
+	// Slots, not tags: what the script needs is the one slot, and two
+	// tags that differ for one token differ for the next (see
+	// checkPrefixes), which this check then refuses.
+	if cluster.Slot(lockKey) != cluster.Slot(stateKey) {
+		return fmt.Errorf("%w: the state of token %q, %q, would not lie in the cluster slot of its lock, %q: see WithKeyPrefix", ErrInvalid, token, stateKey, lockKey)
 	}
 	return nil
-}
-
-// hashTag is the part of a key that Redis Cluster hashes.
-func hashTag(key string) string {
-	if open := strings.IndexByte(key, '{'); open >= 0 {
-		if end := strings.IndexByte(key[open+1:], '}'); end > 0 {
-			return key[open+1 : open+1+end]
-		}
-	}
-	return key
 }
 
 // sinceEpoch is the time now, for holding.lastWrite.
