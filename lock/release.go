@@ -97,8 +97,7 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.W
 		v.value, short, err = c.sendRelease(ctx, w, style)
 	}
 	err = stillUncertain(ctx, v, err)
-	var refused *resp.Error
-	if w != nil && errors.As(err, &refused) {
+	if w != nil && err != nil && isErrorReply(err) {
 		return c.refusedWriteBack(ctx, err, style)
 	}
 	if err != nil {
@@ -138,6 +137,14 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.W
 		return c.errorf("unlock", fmt.Errorf("the lock was gone when the release was retried: %w", v.firstUncertain))
 	}
 	return c.errorf("unlock", ErrNotHeld)
+}
+
+// isErrorReply reports whether err is the server's error reply. Apart
+// from releaseNow, so that a release without an error allocates no
+// target for errors.As.
+func isErrorReply(err error) bool {
+	var reply *resp.Error
+	return errors.As(err, &reply)
 }
 
 // refusedWriteBack releases the lock after the server refused a
