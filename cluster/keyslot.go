@@ -12,12 +12,21 @@ const slotCount = 16384
 // "{user1}.a" and "{user1}.b" share a slot, while "{}x" hashes whole and
 // "a{b}c{d}" hashes as "b". The key is taken as bytes, not runes.
 func Slot(key string) int {
+	return int(crc16(HashTag(key)) % slotCount)
+}
+
+// HashTag is the part of key that Redis Cluster hashes (see Slot): the
+// bytes between the first '{' and the first '}' after it, if there is at
+// least one, else the whole key. Keys with one hash tag share a slot
+// whatever the rest of them; keys with different tags may share one by
+// chance, which is no rule to build on.
+func HashTag(key string) string {
 	if open := strings.IndexByte(key, '{'); open >= 0 {
 		if n := strings.IndexByte(key[open+1:], '}'); n > 0 {
-			key = key[open+1 : open+1+n]
+			return key[open+1 : open+1+n]
 		}
 	}
-	return int(crc16(key) % slotCount)
+	return key
 }
 
 // crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0, no

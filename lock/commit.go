@@ -51,8 +51,8 @@ func (ls *Lease) commit(ctx context.Context, w lockstate.Write, keep bool) (held
 	}
 	defer ls.c.l.exit()
 	c := &ls.c
-	if cluster.Slot(w.Key) != cluster.Slot(c.names.lock) {
-		return false, fmt.Errorf("%w: state key %q is not in the cluster slot of lock %q", ErrInvalid, w.Key, c.names.lock)
+	if cluster.HashTag(w.Key) != cluster.HashTag(c.names.lock) {
+		return false, fmt.Errorf("%w: state key %q does not share the hash tag of lock %q", ErrInvalid, w.Key, c.names.lock)
 	}
 	if !keep {
 		release := w // only this copy escapes to the release's goroutine

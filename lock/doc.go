@@ -63,9 +63,9 @@
 // PSUBSCRIBE *, are not counted; on shard channels, which have none,
 // SPUBLISH's count); none means the waiter's process is gone (a process
 // that dies closes its connections, and Redis forgets its subscriptions),
-// and the hand-off goes to the next waiter in the same script. A waiter that is alive but stalled, or that died after its
-// process received the hand-off and before it confirmed, keeps the lock for
-// the window at most; in fair mode the next waiter then takes it at its
+// and the hand-off goes to the next waiter in the same script. A waiter
+// that is alive but stalled, or that died after its process received the
+// hand-off and before it confirmed, keeps the lock for the window at most; in fair mode the next waiter then takes it at its
 // next renewal, within a third of the queue lease (1s by default). A
 // waiter whose subscriber is reconnecting at the moment of the hand-off is
 // skipped like a dead one, and queues again, at the back, once it renews;
@@ -108,9 +108,9 @@
 //     ID; the subscriber wakes that waiter alone.
 //   - A dead waiter does not stall the queue: a process that died is
 //     skipped at hand-off, in the release script, whatever else
-//     subscribes (pattern subscribers are not counted); one that stopped without
-//     dying keeps the lock for the hand-off window at most, and its queue
-//     entry until its queue lease (3s) runs out.
+//     subscribes (pattern subscribers are not counted); one that stopped
+//     without dying keeps the lock for the hand-off window at most, and
+//     its queue entry until its queue lease (3s) runs out.
 //   - The queue's keys expire a queue lease after the last waiter renewed.
 //   - Cancellation: a waiter that gives up runs the release script, which
 //     removes its entry and, if a hand-off reached it in the meantime,

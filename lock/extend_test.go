@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -155,4 +156,46 @@ func TestAnExtensionCutShortIsTakenAsRunWhereThatIsShorter(t *testing.T) {
 	require.True(t, errors.Is(err, context.DeadlineExceeded), "%v", err)
 	require.False(t, lock.Deadline(ls).After(paused.Add(400*time.Millisecond)),
 		"an extension to 100ms that may have run left the deadline %v away", time.Until(lock.Deadline(ls)))
+}
+
+// Close breaks the connection under calls stuck on a server that stopped
+// answering, after a release timeout, so that it ends in bounded time. An
+// Extend that waited for its turn behind a stuck one must not then send
+// its own on the redialed connection and hold Close up for ever.
+func TestCloseIsBoundedWithAnExtendWaitingForItsTurn(t *testing.T) {
+	const releaseTimeout = 200 * time.Millisecond
+	srv := redistest.Start(t)
+	stall := make(chan struct{})
+	var extends atomic.Int32
+	l := onFake(t, srv, func(_ int32, cmd []string) string {
+		switch cmd[2] {
+		case fastAcquireKeys:
+			return ":1764000000000000\r\n"
+		case "1": // the extension: the server stopped answering
+			extends.Add(1)
+			<-stall
+			return ":1\r\n"
+		}
+		return ":1\r\n"
+	}, lock.WithReleaseTimeout(releaseTimeout))
+	t.Cleanup(func() { close(stall) }) // before the fake's cleanup waits for its handlers
+	ls, err := l.TryLock(context.Background(), "k")
+	require.NoError(t, err)
+	extended := make(chan error, 2)
+	go func() { extended <- ls.Extend(context.Background(), time.Minute) }()
+	redistest.Eventually(t, func() bool { return extends.Load() == 1 }, 5*time.Second, time.Millisecond, "the first extension is stuck on the server")
+	go func() { extended <- ls.Extend(context.Background(), time.Minute) }()
+	time.Sleep(50 * time.Millisecond) // the second waits for its turn
+	closed := make(chan error, 1)
+	start := time.Now()
+	go func() { closed <- l.Close() }()
+	select {
+	case <-closed:
+		t.Logf("Close took %v; extensions sent: %d", time.Since(start), extends.Load())
+	case <-time.After(10 * releaseTimeout):
+		t.Fatalf("Close still waiting after %v; extensions sent to the stalled server: %d", 10*releaseTimeout, extends.Load())
+	}
+	for range 2 {
+		require.Error(t, <-extended)
+	}
 }

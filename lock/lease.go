@@ -32,8 +32,9 @@ type Lease struct {
 	stop   chan struct{} // guarded by mu: closed to stop the watchdog; nil without one
 	wanted chan struct{} // guarded by mu: made by the first Wanted call
 	// turn is held by the one extension of the lease in flight (Extend,
-	// the watchdog's, a commit that keeps the lock): see takeTurn. Made
-	// by the first extension, under mu; a send takes the turn.
+	// the watchdog's, a commit that keeps the lock): a send takes it, a
+	// receive gives it back (see takeTurn). Guarded by mu until made, by
+	// the first extension; never changed afterwards.
 	turn chan struct{}
 }
 
@@ -196,13 +197,20 @@ func (ls *Lease) setDeadlineLocked(deadline time.Time) {
 	}
 }
 
-// takeTurn waits until no other extension of the lease is in flight, or
-// ctx ends. A nil return must be matched by giveTurn. Extensions of one
-// lease take turns because each moves the deadline by its own reply, and
-// two in flight at once could have their replies read in another order
-// than Redis ran them: the deadline would follow the TTL that Redis
-// replaced.
+// takeTurn waits until no other extension of the lease is in flight, and
+// returns ctx's error if ctx ends first or has ended already (nothing is
+// sent then), or ErrClosed once the Locker's Close has begun: an
+// extension that waited behind one stuck on the server must not send its
+// own on the connection Close redials, nor hold Close up. A nil return
+// must be matched by giveTurn. Extensions of one lease take turns because
+// each moves the deadline by its own reply, and two in flight at once
+// could have their replies read in another order than Redis ran them: the
+// deadline would follow the TTL that Redis replaced.
 func (ls *Lease) takeTurn(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	closing := ls.c.l.closing.Done()
 	ls.mu.Lock()
 	if ls.turn == nil {
 		ls.turn = make(chan struct{}, 1)
@@ -211,17 +219,22 @@ func (ls *Lease) takeTurn(ctx context.Context) error {
 	ls.mu.Unlock()
 	select {
 	case turn <- struct{}{}:
-		return nil
-	default:
-	}
-	select {
-	case turn <- struct{}{}:
-		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-closing:
+		return ErrClosed
+	}
+	select {
+	case <-closing:
+		<-turn
+		return ErrClosed
+	default:
+		return nil
 	}
 }
 
+// giveTurn ends the turn that takeTurn gave. It reads turn without mu: the
+// same goroutine's takeTurn set it, or saw it set, under mu.
 func (ls *Lease) giveTurn() { <-ls.turn }
 
 // expiryGrain is how finely the server keeps a key's expiry: whole
@@ -269,9 +282,6 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		return c.errorf("extend", err) // nothing sent
 	}
 	defer ls.giveTurn()
-	if err := ctx.Err(); err != nil {
-		return c.errorf("extend", err) // nothing sent
-	}
 	start := time.Now()
 	v, _, short, err := c.l.runAcked(ctx, c.cmd, extendScript, false, []string{c.names.lock}, []string{c.owner, millis(ttl)}, nil)
 	if err != nil {

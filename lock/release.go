@@ -97,7 +97,10 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.W
 		v.value, short, err = c.sendRelease(ctx, w, style)
 	}
 	err = stillUncertain(ctx, v, err)
-	if w != nil && err != nil && isErrorReply(err) {
+	if w != nil && err != nil && v.firstUncertain == nil && isErrorReply(err) {
+		// Refused at its only attempt: nothing was written. (After an
+		// uncertain first attempt, which may have written, the error
+		// stays uncertain.)
 		return c.refusedWriteBack(ctx, err, style)
 	}
 	if err != nil {
@@ -155,10 +158,13 @@ func isErrorReply(err error) bool {
 // ended. The error says that nothing was written.
 func (c *claim) refusedWriteBack(ctx context.Context, refused error, style lockconf.ReleaseStyle) error {
 	err := c.releaseNow(ctx, time.Time{}, nil, style)
-	if err != nil && !errors.Is(err, ErrNotHeld) {
-		return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written: %w; then releasing: %w", refused, err))
+	switch {
+	case err == nil:
+		return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written, lock released: %w", refused))
+	case errors.Is(err, ErrNotHeld):
+		return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written; the lock was not held by then: %w", refused))
 	}
-	return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written, lock released: %w", refused))
+	return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written: %w; then releasing: %w", refused, err))
 }
 
 // sendRelease sends the release once, in the style asked for. A

@@ -134,11 +134,15 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, data []byte, ifExists bool) error {
 	w := lockstate.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}
 	if ctx.Err() != nil {
-		if _, err := lockOps.Commit(h.lease, ctx, w, false); err != nil {
-			m.letGo(ctx, h) // refused before sending; else the lease ended already
+		// The usual outcome is an error matching conn.UncertainError:
+		// the write-back and release go on in the background, and the
+		// lease has ended. letGo lets go of a lease that a refusal
+		// before sending left held, and forgets it either way.
+		_, err := lockOps.Commit(h.lease, ctx, w, false)
+		m.letGo(ctx, h)
+		if err != nil {
 			return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 		}
-		h.lease, h.data = nil, nil
 		return nil
 	}
 	held, err := lockOps.Commit(h.lease, ctx, w, true)

@@ -117,3 +117,22 @@ func TestAStateTTLOutOfRangeIsRefused(t *testing.T) {
 	ms := srv.Do(t, "PTTL", "baton:{k}:state").Int
 	require.InDelta(t, float64(maxTTL/time.Millisecond), float64(ms), float64(time.Minute/time.Millisecond), "the longest state TTL is taken exactly")
 }
+
+// New checks the prefixes with two tokens, "a" and "b", on the claim that
+// two tags of one kind with different fixed parts agree for one token at
+// most. CRC16 is linear: tags "<P>{t" and "<Q>{t" with len(P) == len(Q)
+// differ in CRC by an amount that depends only on len(t), so they can
+// agree for every one-character token and for no longer one. Compared as
+// slots, such a combination was accepted by New and refused token by
+// token; compared as tags, New refuses it.
+func TestPrefixesWhoseTagsAgreeForShortTokensOnlyAreRefusedAtNew(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	// lock key x{aaa{t} has the tag "aaa{t"; state key y{lvd{t}:state
+	// has the tag "lvd{t": the same slot for "a" and "b", not for "ab".
+	m := newManager(t, openLocker(t, srv, lock.WithKeyPrefix("x{aaa")), manager.WithKeyPrefix("y{lvd"))
+	errA := m.Modify(ctx, "a", increment)
+	errAB := m.Modify(ctx, "ab", increment)
+	t.Logf("token a: %v; token ab: %v", errA, errAB)
+	require.ErrorIs(t, errA, manager.ErrInvalid, "New should refuse prefixes that fail for some tokens")
+}

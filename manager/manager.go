@@ -27,7 +27,9 @@ var ErrInvalid = errors.New("manager: invalid argument")
 var ErrUndecodable = errors.New("manager: state cannot be decoded")
 
 // maxStateTTL is the longest state TTL (WithStateTTL): a hundred years
-// of milliseconds, which Redis and Lua take exactly.
+// of milliseconds, which Redis and Lua take exactly. It is the limit
+// package lock sets on every TTL it sends, which a write-back's state TTL
+// must pass there too.
 const maxStateTTL = 100 * 365 * 24 * time.Hour
 
 // ErrClosed is returned by calls on a closed Manager.
@@ -93,11 +95,11 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 // WithKeyPrefix). Redis hashes the part of a key between its first '{'
 // and the first '}' after it, or the whole key if that part is empty. So
 // the tag of <prefix>{t}<suffix> is fixed by the prefix (a '{' and a '}'
-// in it), or is the token's (no '{' in the prefix), or begins in the
+// in it), or is the token itself (no '{' in the prefix), or begins in the
 // prefix and runs into the token (a '{' in the prefix, no '}' after it),
-// or is the whole key. Two such keys' tags agree for every token when they
-// are of one kind with one fixed part, and else for one token at most:
-// two tokens tell which.
+// or is the whole key. Compared as strings, not as slots, two such tags
+// agree for every token when they are of one kind with one fixed part,
+// and for one token at most otherwise: two tokens tell which.
 func (m *Manager[T]) checkPrefixes() error {
 	for _, token := range [...]string{"a", "b"} {
 		if err := m.checkTag(token); err != nil {
@@ -109,13 +111,13 @@ func (m *Manager[T]) checkPrefixes() error {
 
 // checkTag refuses a token whose state would not share its lock's hash
 // tag, which the write-back's script, on Redis Cluster, may not touch.
+// Tags that differ may still share a slot by chance, for some tokens and
+// not others: the tags decide, so that a prefix works for every token or
+// for none.
 func (m *Manager[T]) checkTag(token string) error {
 	lockKey, stateKey := lockOps.LockKey(m.locker, token), m.Key(token)
-	// Slots, not tags: what the script needs is the one slot, and two
-	// tags that differ for one token differ for the next (see
-	// checkPrefixes), which this check then refuses.
-	if cluster.Slot(lockKey) != cluster.Slot(stateKey) {
-		return fmt.Errorf("%w: the state of token %q, %q, would not lie in the cluster slot of its lock, %q: see WithKeyPrefix", ErrInvalid, token, stateKey, lockKey)
+	if cluster.HashTag(lockKey) != cluster.HashTag(stateKey) {
+		return fmt.Errorf("%w: the state of token %q, %q, would not share the hash tag of its lock, %q: see WithKeyPrefix", ErrInvalid, token, stateKey, lockKey)
 	}
 	return nil
 }
