@@ -31,10 +31,14 @@ type chaosPlan struct {
 // set), whose Goroutines run random calls. A Close at a random moment
 // replaces its Locker (and Manager) with a new generation.
 type chaosActor struct {
-	Name       string        `json:"name"`
-	TTL        time.Duration `json:"ttl"`
-	Manager    bool          `json:"manager"`
-	Hold       time.Duration `json:"hold"`
+	Name    string        `json:"name"`
+	TTL     time.Duration `json:"ttl"`
+	Manager bool          `json:"manager"`
+	Hold    time.Duration `json:"hold"`
+	// StateTTL is the Manager's state TTL (manager.WithStateTTL); one
+	// too long to be sent in milliseconds makes every write-back fail,
+	// or every call refused, and either way no lock may stay held.
+	StateTTL   time.Duration `json:"state_ttl"`
 	Goroutines int           `json:"goroutines"`
 }
 
@@ -45,6 +49,9 @@ func (a chaosActor) String() string {
 		s += fmt.Sprintf(", manager, hold %v", a.Hold)
 	case a.Manager:
 		s += ", manager"
+	}
+	if a.StateTTL != time.Hour && a.Manager {
+		s += fmt.Sprintf(", state TTL %v", a.StateTTL)
 	}
 	return s + ")"
 }
@@ -261,7 +268,7 @@ func (a *actor) open(ctx context.Context) (*generation, error) {
 	}
 	g := &generation{id: id, locker: l, inflight: map[*opCtx]struct{}{}}
 	if a.spec.Manager {
-		var opts []manager.Option
+		opts := []manager.Option{manager.WithStateTTL(a.spec.StateTTL)}
 		if a.spec.Hold > 0 {
 			opts = append(opts, manager.WithHold(a.spec.Hold))
 		}

@@ -22,6 +22,10 @@ type chaosFinding struct {
 	key  string   // the lock it is about, "" for none in particular
 	at   int64    // the moment to show the history around
 	ids  []string // the records it is about, shown wherever they lie
+	// actor is the Locker generation it is about, if any: its calls on
+	// every key are shown too.
+	actor string
+	fence uint64 // the fencing token of a lock left held
 }
 
 // The kinds of violation.
@@ -209,8 +213,9 @@ func checkBound(v *chaosVerdict, r chaosRecord) {
 	over := time.Duration(r.Ret - bound)
 	v.overshoot[r.Kind] = max(v.overshoot[r.Kind], over)
 	if over > chaosGrace {
-		v.flag(findBound, r.Key, r.Ret, nil, "%s %s returned %v after its bound (its context's end, or its release timeout), over the %v grace",
+		v.flag(findBound, r.Key, bound, []string{r.ID}, "%s %s returned %v after its bound (its context's end, or its release timeout), over the %v grace",
 			r.Kind, r.ID, over.Round(time.Millisecond), chaosGrace)
+		v.findings[len(v.findings)-1].actor = r.Actor
 	}
 }
 
@@ -224,18 +229,42 @@ type holding struct {
 // checkHoldings checks that no two holdings of one key overlap.
 func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
 	byKey := map[string][]holding{}
+	extended := map[string][]string{} // lease -> its extensions that succeeded
+	for _, r := range recs {
+		if r.Kind == recExtend && r.Class == classOK {
+			var ttl int64
+			fmt.Sscanf(r.Note, "ttl=%d", &ttl)
+			e := fmt.Sprintf("Extend(%v) at %s", time.Duration(ttl), v.ms(r.Call))
+			if strings.Contains(r.Note, "concurrent") {
+				e += " (concurrent)"
+			}
+			extended[r.Lease] = append(extended[r.Lease], e)
+		}
+	}
 	for _, r := range recs {
 		switch {
 		case r.Kind == recLease:
 			end := r.Call
-			// A watcher that first looked past half the TTL (a process
-			// starved of CPU) may have called Done after the deadline: the
-			// timer that closes it then fires at once, but may not have
-			// run yet when Done is looked at. Only the grant counts then.
-			if r.WatchAt != 0 && r.WatchAt-r.Call <= r.TTL/2 && r.LastOpen > end {
-				end = r.LastOpen
+			switch {
+			case r.WatchAt == 0:
+			case r.PreDone:
+				// Extended before Done was first called: the deadline
+				// may have passed by then (see firstLookGrace).
+				end = max(end, r.LastOpenLate)
+			case r.WatchAt-r.Call <= r.TTL/2:
+				// Else a watcher that first looked past half the TTL (a
+				// process starved of CPU) may have called Done after the
+				// deadline, and only the grant counts.
+				end = max(end, r.LastOpen)
 			}
-			byKey[r.Key] = append(byKey[r.Key], holding{r.ID, r.Call, end, fmt.Sprintf("lease %s (fence %d)", r.ID, r.Fence)})
+			what := fmt.Sprintf("lease %s (fence %d, TTL %v, Done called at %s", r.ID, r.Fence, time.Duration(r.TTL), v.ms(r.WatchAt))
+			if r.PreDone {
+				what += " after its first extensions"
+			}
+			if e := extended[r.ID]; len(e) > 0 {
+				what += ", after " + strings.Join(e, ", ")
+			}
+			byKey[r.Key] = append(byKey[r.Key], holding{r.ID, r.Call, end, what + ")"})
 		case r.Kind == recModify && r.Class == classOK:
 			byKey[r.Key] = append(byKey[r.Key], holding{r.ID, r.FnStart, r.FnEnd, fmt.Sprintf("Modify %s's fn", r.ID)})
 		}
@@ -302,9 +331,9 @@ func incremented(r chaosRecord) bool {
 }
 
 // checkCounts runs the suite's counter check (porcupine) on the Modify
-// calls and the final reads.
+// calls and the final read of each key, key by key.
 func checkCounts(v *chaosVerdict, recs []chaosRecord, reads []modifyOp) {
-	p := parsed{reads: reads}
+	byKey := map[string][]*modifyOp{}
 	for _, r := range recs {
 		if r.Kind != recModify || !incremented(r) {
 			continue
@@ -318,10 +347,16 @@ func checkCounts(v *chaosVerdict, recs []chaosRecord, reads []modifyOp) {
 		default:
 			op.outcome = outcomeFailed
 		}
-		p.modifies = append(p.modifies, op)
+		byKey[r.Key] = append(byKey[r.Key], op)
 	}
-	for _, problem := range check(p).problems {
-		v.flag(findCounts, "", 0, nil, "counts: %s", problem)
+	for _, read := range reads {
+		for _, problem := range check(parsed{modifies: byKey[read.token], reads: []modifyOp{read}}).problems {
+			var ids []string
+			for _, op := range byKey[read.token] {
+				ids = append(ids, op.id)
+			}
+			v.flag(findCounts, read.token, 0, ids, "counts of %s: %s", read.token, problem)
+		}
 	}
 }
 
@@ -331,6 +366,14 @@ func (v chaosVerdict) explain(f chaosFinding, recs []chaosRecord) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "VIOLATION (%s): %s\n", f.kind, f.what)
 	if f.at == 0 {
+		if len(f.ids) > 0 {
+			fmt.Fprintf(&b, "the calls it is about:\n")
+			for _, r := range recs {
+				if slices.Contains(f.ids, r.ID) {
+					fmt.Fprintf(&b, "  %s\n", r.describe(v.origin))
+				}
+			}
+		}
 		return b.String()
 	}
 	from, to := f.at-int64(300*time.Millisecond), f.at+int64(100*time.Millisecond)
@@ -340,7 +383,8 @@ func (v chaosVerdict) explain(f chaosFinding, recs []chaosRecord) string {
 		if (end < from || r.Call > to) && !slices.Contains(f.ids, r.ID) && (r.Lease == "" || !slices.Contains(f.ids, r.Lease)) {
 			continue
 		}
-		if r.Kind != recFault && r.Kind != recFinding && f.key != "" && r.Key != f.key {
+		everywhere := r.Kind == recFault || r.Kind == recFinding || r.Kind == recClose || r.Kind == recOpen
+		if !everywhere && f.key != "" && r.Key != f.key && (f.actor == "" || r.Actor != f.actor) {
 			continue
 		}
 		lines = append(lines, r.describe(v.origin))

@@ -69,7 +69,7 @@ var (
 			{8, time.Microsecond}, {8, 100 * time.Microsecond}, {8, time.Millisecond}, {12, 10 * time.Millisecond},
 			{20, 100 * time.Millisecond}, {25, time.Second}, {15, 3 * time.Second},
 		},
-		cancelShare: 0.15, cancelWithin: 50 * time.Millisecond,
+		cancelShare: 0.2, cancelWithin: time.Second,
 	}
 	leaseCallCtx = ctxShape{
 		cancelled: 3,
@@ -82,7 +82,8 @@ var (
 	modifyCtx = ctxShape{
 		cancelled: 3,
 		timeouts: []weighted[time.Duration]{
-			{5, time.Microsecond}, {7, time.Millisecond}, {10, 10 * time.Millisecond}, {20, 100 * time.Millisecond},
+			{5, time.Microsecond}, {5, time.Millisecond}, {5, 2 * time.Millisecond}, {5, 5 * time.Millisecond},
+			{10, 10 * time.Millisecond}, {20, 100 * time.Millisecond},
 			{30, time.Second}, {25, 3 * time.Second},
 		},
 		cancelShare: 0.1, cancelWithin: 50 * time.Millisecond,

@@ -34,13 +34,17 @@ type chaosRecord struct {
 	Note   string `json:"n,omitempty"` // what was asked: a TTL, fn's variant, a fault's target
 
 	// A lease (recLease): its fencing token, its TTL, when the watcher
-	// first called Done, the last moment Done was seen open, and when it
-	// was seen closed (0 if never).
-	Fence    uint64 `json:"f,omitempty"`
-	TTL      int64  `json:"ttl,omitempty"`
-	WatchAt  int64  `json:"w,omitempty"`
-	LastOpen int64  `json:"open,omitempty"`
-	Closed   int64  `json:"closed,omitempty"`
+	// first called Done, the last moment Done was seen open (and the last
+	// such moment firstLookGrace or more after the first call), and when
+	// it was seen closed (0 if never). PreDone marks a lease extended
+	// before Done was first called.
+	Fence        uint64 `json:"f,omitempty"`
+	TTL          int64  `json:"ttl,omitempty"`
+	WatchAt      int64  `json:"w,omitempty"`
+	LastOpen     int64  `json:"open,omitempty"`
+	LastOpenLate int64  `json:"openl,omitempty"`
+	Closed       int64  `json:"closed,omitempty"`
+	PreDone      bool   `json:"pre,omitempty"`
 
 	// A Modify (recModify): when fn last started and returned, the count
 	// it saw, and the first characters of the owner of the lock as fn
@@ -193,6 +197,9 @@ func (r chaosRecord) describe(origin int64) string {
 	switch r.Kind {
 	case recLease:
 		fmt.Fprintf(&b, " fence=%d ttl=%v watch=%s open-until=%s closed-seen=%s", r.Fence, time.Duration(r.TTL), ms(r.WatchAt), ms(r.LastOpen), ms(r.Closed))
+		if r.PreDone {
+			b.WriteString(" extended-before-Done")
+		}
 	case recModify:
 		fmt.Fprintf(&b, " fn=%s..%s old=%d hold=%v", ms(r.FnStart), ms(r.FnEnd), r.Old, r.Hold)
 	case recLock, recTryLock:

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
 
@@ -54,7 +55,7 @@ func (a *actor) loop(ctx context.Context, rng *rand.Rand, gi int) {
 			return
 		}
 		key := a.p.plan.Keys[rng.IntN(len(a.p.plan.Keys))]
-		what := []weighted[string]{{40, "lock"}, {15, "trylock"}, {2, "close"}, {5, "pause"}}
+		what := []weighted[string]{{40, "lock"}, {15, "trylock"}, {2, "close"}, {2, "close-burst"}, {5, "pause"}}
 		if g.manager != nil {
 			what = append(what, weighted[string]{45, "modify"})
 		}
@@ -67,10 +68,30 @@ func (a *actor) loop(ctx context.Context, rng *rand.Rand, gi int) {
 			a.modify(rng, g, key)
 		case "close":
 			a.replace(ctx, g, rng.IntN(2) == 0)
+		case "close-burst":
+			a.closeBurst(ctx, rng, g)
 		case "pause":
 			time.Sleep(time.Duration(rng.Int64N(int64(20 * time.Millisecond))))
 		}
 	}
+}
+
+// closeBurst starts a few Locks, cancels them at a random moment, and
+// closes the generation at once: a shutdown (cancel, then Close) must
+// leave no lock held.
+func (a *actor) closeBurst(ctx context.Context, rng *rand.Rand, g *generation) {
+	var wg sync.WaitGroup
+	for range 1 + rng.IntN(4) {
+		r := newRand(rng.Uint64())
+		key := a.p.plan.Keys[r.IntN(len(a.p.plan.Keys))]
+		wg.Go(func() { a.acquire(r, g, key, r.IntN(4) == 0) })
+	}
+	// At once, as the acquires land, or once the Locks wait, and some
+	// watch the releases of the key (after a hand-off window).
+	within := pick(rng, weighted[time.Duration]{1, 2 * time.Millisecond}, weighted[time.Duration]{1, time.Second})
+	time.Sleep(time.Duration(rng.Int64N(int64(within))))
+	a.replace(ctx, g, true)
+	wg.Wait()
 }
 
 // guard runs f, turning a panic into a bad-panic record: one that came
@@ -125,16 +146,30 @@ type leaseRun struct {
 	lease *lock.Lease
 	rec   chaosRecord // its recLease record, without what the watch adds
 	// watching is closed once the watcher has called Done; the holder
-	// makes no call on the lease before that.
+	// makes no call on the lease before that, but for the extensions it
+	// makes before proceed is closed.
 	watching chan struct{}
+	// proceed is closed by the holder to let the watcher call Done once
+	// its delay has passed.
+	proceed chan struct{}
 	// finished is closed once the watcher has recorded the lease.
 	finished chan struct{}
 
 	mu       sync.Mutex // guards the fields below
 	watchAt  int64      // when the watcher first called Done
 	lastOpen int64      // the last moment Done was seen open
-	closed   int64      // when Done was first seen closed
+	// lastOpenLate is the last moment Done was seen open, firstLookGrace
+	// or more after the watcher first called it.
+	lastOpenLate int64
+	closed       int64 // when Done was first seen closed
+	preDone      bool  // the holder extended the lease before Done was called
 }
+
+// firstLookGrace is how long after the first call of Done an open Done
+// proves nothing for a lease extended before that call: if the extension
+// moved the deadline into the past, the timer the first call starts fires
+// at once, but its function may take a moment to run.
+const firstLookGrace = 50 * time.Millisecond
 
 // watch starts the lease's watcher: at a random moment within a quarter
 // of the TTL (a tenth of a second at most) it calls Done, and from then
@@ -152,7 +187,7 @@ type leaseRun struct {
 // scheduling delay.
 func (a *actor) watch(rng *rand.Rand, g *generation, grant chaosRecord, lease *lock.Lease) *leaseRun {
 	lr := &leaseRun{
-		a: a, g: g, lease: lease, watching: make(chan struct{}), finished: make(chan struct{}),
+		a: a, g: g, lease: lease, watching: make(chan struct{}), proceed: make(chan struct{}), finished: make(chan struct{}),
 		rec: chaosRecord{Kind: recLease, ID: grant.ID, Lease: grant.ID, Actor: g.id, Key: grant.Key, Call: grant.Ret, Fence: grant.Fence, TTL: int64(a.spec.TTL)},
 	}
 	delay := time.Duration(rng.Int64N(int64(min(a.spec.TTL/4, 100*time.Millisecond)) + 1))
@@ -164,6 +199,12 @@ func (a *actor) watch(rng *rand.Rand, g *generation, grant chaosRecord, lease *l
 		defer t.Stop()
 		select {
 		case <-t.C:
+		case <-a.p.stopWatch:
+			close(lr.watching)
+			return
+		}
+		select {
+		case <-lr.proceed:
 		case <-a.p.stopWatch:
 			close(lr.watching)
 			return
@@ -205,6 +246,9 @@ func (lr *leaseRun) look() bool {
 	default:
 		lr.mu.Lock()
 		lr.lastOpen = max(lr.lastOpen, t)
+		if t >= lr.watchAt+int64(firstLookGrace) {
+			lr.lastOpenLate = max(lr.lastOpenLate, t)
+		}
 		lr.mu.Unlock()
 		return true
 	}
@@ -213,7 +257,7 @@ func (lr *leaseRun) look() bool {
 func (lr *leaseRun) record() {
 	lr.mu.Lock()
 	r := lr.rec
-	r.WatchAt, r.LastOpen, r.Closed = lr.watchAt, lr.lastOpen, lr.closed
+	r.WatchAt, r.LastOpen, r.LastOpenLate, r.Closed, r.PreDone = lr.watchAt, lr.lastOpen, lr.lastOpenLate, lr.closed, lr.preDone
 	lr.mu.Unlock()
 	r.Ret = now()
 	lr.a.p.rec.add(r)
@@ -229,8 +273,21 @@ var leaseSteps = []weighted[string]{
 // unlocks it at the end; a lease not unlocked is left to its TTL, or to
 // its Locker's Close.
 func (a *actor) holdLease(rng *rand.Rand, g *generation, lr *leaseRun) {
-	<-lr.watching
 	ttl := a.spec.TTL
+	if rng.IntN(4) == 0 {
+		// Extensions before Done is first called: one, or one long and
+		// one short at once.
+		lr.mu.Lock()
+		lr.preDone = true
+		lr.mu.Unlock()
+		if rng.IntN(2) == 0 {
+			a.extend(rng, lr, randomTTL(rng, ttl), "before Done")
+		} else {
+			a.extendTwo(rng, lr, "before Done")
+		}
+	}
+	close(lr.proceed)
+	<-lr.watching
 	steps := rng.IntN(6)
 	for range steps {
 		if !lr.look() {
@@ -244,14 +301,7 @@ func (a *actor) holdLease(rng *rand.Rand, g *generation, lr *leaseRun) {
 		case "extend":
 			a.extend(rng, lr, randomTTL(rng, ttl), "")
 		case "extend-two":
-			// One long and one short, from two goroutines at once.
-			long, short := pick(rng, weighted[time.Duration]{1, ttl}, weighted[time.Duration]{1, 2 * ttl}),
-				pick(rng, weighted[time.Duration]{1, 2 * time.Millisecond}, weighted[time.Duration]{1, 10 * time.Millisecond}, weighted[time.Duration]{1, ttl / 10})
-			r1, r2 := newRand(rng.Uint64()), newRand(rng.Uint64())
-			var wg sync.WaitGroup
-			wg.Go(func() { a.extend(r1, lr, long, "concurrent") })
-			wg.Go(func() { a.extend(r2, lr, short, "concurrent") })
-			wg.Wait()
+			a.extendTwo(rng, lr, "")
 		case "extend-invalid":
 			bad := pick(rng,
 				weighted[time.Duration]{3, time.Duration(math.MaxInt64)}, weighted[time.Duration]{1, time.Duration(math.MaxInt64 - 1)},
@@ -286,6 +336,19 @@ func (a *actor) holdLease(rng *rand.Rand, g *generation, lr *leaseRun) {
 	if rng.IntN(8) == 0 {
 		a.unlock(rng, lr, "again")
 	}
+}
+
+// extendTwo extends the lease with one long and one short TTL, from two
+// goroutines at once.
+func (a *actor) extendTwo(rng *rand.Rand, lr *leaseRun, note string) {
+	ttl := a.spec.TTL
+	long, short := pick(rng, weighted[time.Duration]{1, ttl}, weighted[time.Duration]{1, 2 * ttl}),
+		pick(rng, weighted[time.Duration]{1, 2 * time.Millisecond}, weighted[time.Duration]{1, 10 * time.Millisecond}, weighted[time.Duration]{1, ttl / 10})
+	r1, r2 := newRand(rng.Uint64()), newRand(rng.Uint64())
+	var wg sync.WaitGroup
+	wg.Go(func() { a.extend(r1, lr, long, strings.TrimSpace("concurrent "+note)) })
+	wg.Go(func() { a.extend(r2, lr, short, strings.TrimSpace("concurrent "+note)) })
+	wg.Wait()
 }
 
 // randomTTL is an extension's TTL: shorter or longer than the lock's.
