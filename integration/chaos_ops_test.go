@@ -55,7 +55,7 @@ func (a *actor) loop(ctx context.Context, rng *rand.Rand, gi int) {
 			return
 		}
 		key := a.p.plan.Keys[rng.IntN(len(a.p.plan.Keys))]
-		what := []weighted[string]{{40, "lock"}, {15, "trylock"}, {2, "close"}, {2, "close-burst"}, {5, "pause"}}
+		what := []weighted[string]{{40, "lock"}, {15, "trylock"}, {2, "close"}, {3, "close-burst"}, {5, "pause"}}
 		if g.manager != nil {
 			what = append(what, weighted[string]{45, "modify"})
 		}
@@ -274,13 +274,13 @@ var leaseSteps = []weighted[string]{
 // its Locker's Close.
 func (a *actor) holdLease(rng *rand.Rand, g *generation, lr *leaseRun) {
 	ttl := a.spec.TTL
-	if rng.IntN(4) == 0 {
+	if rng.IntN(3) == 0 {
 		// Extensions before Done is first called: one, or one long and
 		// one short at once.
 		lr.mu.Lock()
 		lr.preDone = true
 		lr.mu.Unlock()
-		if rng.IntN(2) == 0 {
+		if rng.IntN(3) == 0 {
 			a.extend(rng, lr, randomTTL(rng, ttl), "before Done")
 		} else {
 			a.extendTwo(rng, lr, "before Done")

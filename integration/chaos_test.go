@@ -93,7 +93,8 @@ type chaosRun struct {
 
 func chaosVariant(t *testing.T, b *backend, run chaosRun) {
 	srv := b.start(t, spec{})
-	end := time.Now().Add(run.budget)
+	began := time.Now()
+	end := began.Add(run.budget)
 	rounds := 0
 	for r := *chaosRound; ; r++ {
 		plan := chaosRoundPlan(run, r)
@@ -102,7 +103,8 @@ func chaosVariant(t *testing.T, b *backend, run chaosRun) {
 		}
 		rounds++
 		if !chaosRound1(t, srv.Addr(), run, r, plan) {
-			t.Errorf("chaos: seed %d, round %d failed; run it again with:\n  %s", run.seed, r, rerunCommand(t, run, r))
+			t.Errorf("chaos: seed %d, round %d failed, %v after the first round began; run it again with:\n  %s",
+				run.seed, r, time.Since(began).Round(time.Second), rerunCommand(t, run, r))
 			if !*chaosOn {
 				return
 			}
@@ -128,7 +130,7 @@ func chaosRoundPlan(run chaosRun, round int) roundPlan {
 	for i, k := range rng.Perm(len(chaosKinds))[:4] {
 		a := chaosKinds[k]
 		a.Name, a.Goroutines = fmt.Sprintf("a%d", i), 3
-		a.StateTTL = pick(rng, weighted[time.Duration]{6, time.Hour}, weighted[time.Duration]{1, time.Duration(math.MaxInt64)})
+		a.StateTTL = pick(rng, weighted[time.Duration]{3, time.Hour}, weighted[time.Duration]{1, time.Duration(math.MaxInt64)})
 		if a.Hold > 0 {
 			a.Hold = pick(rng, weighted[time.Duration]{1, 20 * time.Millisecond}, weighted[time.Duration]{1, 100 * time.Millisecond}, weighted[time.Duration]{1, time.Second})
 		}
