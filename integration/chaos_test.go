@@ -98,7 +98,7 @@ func chaosVariant(t *testing.T, b *backend, run chaosRun) {
 	rounds := 0
 	for r := *chaosRound; ; r++ {
 		plan := chaosRoundPlan(run, r)
-		if rounds > 0 && time.Until(end) < plan.length+5*time.Second {
+		if rounds > 0 && time.Until(end) < plan.length+3*time.Second {
 			break
 		}
 		rounds++
@@ -161,6 +161,8 @@ func chaosRound1(t *testing.T, addr string, run chaosRun, round int, plan roundP
 		p := procPlan(fmt.Sprintf("w%d", i+1), []chaosActor{a}, uint64(i+1))
 		workers = append(workers, startWorker(t, job{Do: "chaos", Chaos: &p}))
 	}
+	faultRec, err := newChaosRecorder(dir, "faults")
+	require.NoError(t, err)
 	ctx := context.Background()
 	p, err := startChaosProc(ctx, procPlan("test", plan.actors[:2], 0))
 	require.NoError(t, err)
@@ -169,8 +171,6 @@ func chaosRound1(t *testing.T, addr string, run chaosRun, round int, plan roundP
 	ran := make(chan error, 1)
 	go func() { ran <- p.run(runCtx) }()
 
-	faultRec, err := newChaosRecorder(dir, "faults")
-	require.NoError(t, err)
 	f := &faulter{addr: addr, rng: newRand(run.seed, run.variant, uint64(round), 99), rec: faultRec}
 	f.run(until)
 	select {
