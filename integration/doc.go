@@ -71,10 +71,30 @@
 // every check, with calls on the moved tokens succeeding once the slots
 // are home.
 //
+// The checker. TestChaos is the randomized, model-checked stress test of
+// issue 26: round after round, in each mode, four actors (Lockers of a
+// random kind, with or without a Manager and its hold; two in the test's
+// process, two in worker processes) make random calls on three locks:
+// Lock and TryLock with very short and cancelled contexts, Extend with
+// shorter, longer, concurrent and out-of-range TTLs, Unlock twice and
+// concurrently, Modify whose fn fails, panics, cancels or outlives the
+// TTL, and Close at random moments, while the server's connections are
+// killed, it is paused, its scripts flushed and a PSUBSCRIBE * client
+// listens. Each round's history, on CLOCK_MONOTONIC, must show no two
+// owners of a lock at once (a lease owns it from its grant to the last
+// moment its Done was seen open), fencing tokens that increase, counts
+// that are linearizable, calls that end in time, and, once every Locker
+// closed, no lock, queue or key without a TTL left on the server. The
+// rounds follow from one seed: a failure prints it, the history around
+// each violation, and the command that runs the failed round again
+// (-chaos.seed, -chaos.time, -chaos.round; -chaos.on runs on after a
+// failure).
+//
 //	make integration                               # the whole suite
 //	BATON_REDIS_IMAGE=valkey/valkey:8 make integration
 //	go test -race -short ./integration             # its -short form, part of make test
 //	make integration ARGS="-soak 30m"              # a longer soak
+//	make integration ARGS="-chaos.time 30m"        # a longer checker run
 //
 // Concurrency: the suite's own goroutines (fault injectors, thawing a
 // paused container, workers) each belong to one test, which stops them and

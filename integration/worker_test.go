@@ -15,8 +15,9 @@ import (
 type job struct {
 	Addr string `json:"addr"`
 	// Do is "workload" (run the mix until Until, recording to
-	// Dir/Name.log), "hold" (lock Key and hold it until killed) or
-	// "queue" (wait for Key, fair mode, until killed).
+	// Dir/Name.log), "hold" (lock Key and hold it until killed),
+	// "queue" (wait for Key, fair mode, until killed) or "chaos" (run
+	// Chaos, see TestChaos).
 	Do    string `json:"do"`
 	Key   string `json:"key,omitempty"`
 	Fair  bool   `json:"fair,omitempty"`
@@ -26,6 +27,8 @@ type job struct {
 	Dir   string `json:"dir,omitempty"`
 	Name  string `json:"name,omitempty"`
 	Until int64  `json:"until,omitempty"` // wall-clock ns
+	// Chaos is a chaos round's part for the worker (Do "chaos").
+	Chaos *chaosPlan `json:"chaos,omitempty"`
 }
 
 func (j job) mix() mix {
@@ -49,6 +52,10 @@ func TestWorkerProcess(t *testing.T) {
 	var j job
 	if err := json.Unmarshal([]byte(spec), &j); err != nil {
 		t.Fatal(err)
+	}
+	if j.Do == "chaos" {
+		runChaosWorker(t, *j.Chaos)
+		return
 	}
 	ctx := context.Background()
 	in, err := openInstance(ctx, j.Addr, j.mix())

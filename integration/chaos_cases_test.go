@@ -1,0 +1,102 @@
+package integration_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// TestTheChaosChecksCatchWhatTheyMust feeds checkChaos made-up histories:
+// each broken one must be caught, with the kind of violation it is, and
+// each sound one passed, so that a clean TestChaos means something.
+func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
+	ms := func(n float64) int64 { return int64(n * float64(time.Millisecond)) }
+	lease := func(id string, grant, watch, lastOpen float64, fence uint64) chaosRecord {
+		return chaosRecord{Kind: recLease, ID: id, Lease: id, Actor: "p.a#1", Key: "k", Call: ms(grant), Ret: ms(lastOpen + 1),
+			Fence: fence, TTL: int64(time.Second), WatchAt: ms(watch), LastOpen: ms(lastOpen)}
+	}
+	lock := func(id string, call, ret float64, fence uint64) chaosRecord {
+		return chaosRecord{Kind: recLock, ID: id, Lease: id, Key: "k", Call: ms(call), Ret: ms(ret), Class: classOK, Fence: fence}
+	}
+	modify := func(id string, fnStart, fnEnd float64, old int, class string) chaosRecord {
+		return chaosRecord{Kind: recModify, ID: id, Key: "k", Call: ms(fnStart - 1), Ret: ms(fnEnd + 1), FnStart: ms(fnStart), FnEnd: ms(fnEnd),
+			Old: old, Class: class, Note: "ok"}
+	}
+	read := func(n int) []modifyOp { return []modifyOp{{token: "k", call: ms(1000), ret: ms(1001), old: n}} }
+	predone := func(r chaosRecord, lastOpenLate float64) chaosRecord {
+		r.PreDone, r.LastOpenLate = true, ms(lastOpenLate)
+		return r
+	}
+	cases := []struct {
+		name string
+		recs []chaosRecord
+		read []modifyOp
+		want string // the kind of violation, "" for a sound history
+	}{
+		{"leases one after the other", []chaosRecord{
+			lock("a", 0, 1, 10), lease("a", 1, 2, 5, 10), lock("b", 3, 6, 11), lease("b", 6, 7, 9, 11),
+		}, nil, ""},
+		{"a lease seen held after the next was granted", []chaosRecord{
+			lock("a", 0, 1, 10), lease("a", 1, 2, 7, 10), lock("b", 3, 6, 11), lease("b", 6, 7, 9, 11),
+		}, nil, findOverlap},
+		{"a lease whose watcher came late counts from its grant only", []chaosRecord{
+			lock("a", 0, 1, 10), lease("a", 1, 800, 900, 10), lock("b", 3, 6, 11), lease("b", 6, 7, 9, 11),
+		}, nil, ""},
+		{"a lease extended before Done counts from the first look's grace on", []chaosRecord{
+			lock("a", 0, 1, 10), predone(lease("a", 1, 2, 7, 10), 0), lock("b", 3, 6, 11), lease("b", 6, 7, 9, 11),
+		}, nil, ""},
+		{"a lease extended before Done seen held late", []chaosRecord{
+			lock("a", 0, 1, 10), predone(lease("a", 1, 2, 70, 10), 70), lock("b", 3, 6, 11), lease("b", 6, 7, 9, 11),
+		}, nil, findOverlap},
+		{"a Modify's fn inside a lease", []chaosRecord{
+			lock("a", 0, 1, 10), lease("a", 1, 2, 7, 10), modify("m", 4, 5, 0, classOK),
+		}, read(1), findOverlap},
+		{"a fencing token that went back", []chaosRecord{
+			lock("a", 0, 1, 11), lease("a", 1, 2, 2, 11), lock("b", 3, 6, 10), lease("b", 6, 7, 7, 10),
+		}, nil, findFence},
+		{"an increment lost", []chaosRecord{
+			modify("m1", 1, 2, 0, classOK), modify("m2", 3, 4, 1, classOK),
+		}, read(1), findCounts},
+		{"a failed write that landed", []chaosRecord{
+			modify("m1", 1, 2, 0, classNotHeld), modify("m2", 3, 4, 1, classOK),
+		}, read(2), findCounts},
+		{"an uncertain write that landed", []chaosRecord{
+			modify("m1", 1, 2, 0, classUncertain), modify("m2", 3, 4, 1, classOK),
+		}, read(2), ""},
+		{"Extend(MaxInt64) taken", []chaosRecord{
+			{Kind: recExtend, ID: "e", Key: "k", Lease: "a", Call: 1, Ret: 2, Class: classOK, Note: "ttl=9223372036854775807"},
+		}, nil, findExtend},
+		{"Extend(0) refused", []chaosRecord{
+			{Kind: recExtend, ID: "e", Key: "k", Lease: "a", Call: 1, Ret: 2, Class: classInvalid, Note: "ttl=0 invalid"},
+		}, nil, ""},
+		{"two Unlocks of a lease succeeded", []chaosRecord{
+			{Kind: recUnlock, ID: "u1", Key: "k", Lease: "a", Call: 1, Ret: 2, Class: classOK},
+			{Kind: recUnlock, ID: "u2", Key: "k", Lease: "a", Call: 1, Ret: 3, Class: classOK},
+		}, nil, findDoubleUnlock},
+		{"Done open after Close returned", []chaosRecord{
+			lock("a", 0, 1, 10), lease("a", 1, 2, 30, 10),
+			{Kind: recClose, ID: "p.a#1.close", Actor: "p.a#1", Call: ms(10), Ret: ms(20), Class: classOK},
+		}, nil, findDoneOpen},
+		{"a Lock past its context's end", []chaosRecord{
+			{Kind: recLock, ID: "l", Key: "k", Call: 0, CtxEnd: ms(10), Ret: ms(10) + int64(chaosGrace) + 1, Class: classCtx},
+		}, nil, findBound},
+		{"an Unlock without a context within its release timeout", []chaosRecord{
+			{Kind: recUnlock, ID: "u", Key: "k", Lease: "a", Call: 0, Ret: int64(releaseTimeout), Class: classUncertain},
+		}, nil, ""},
+		{"baton panicked", []chaosRecord{
+			{Kind: recLock, ID: "l", Key: "k", Call: 0, Ret: 1, Class: classBadPanic, Err: "boom"},
+		}, nil, findPanic},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			v := checkChaos(c.recs, c.read)
+			if c.want == "" {
+				require.Empty(t, v.findings)
+				return
+			}
+			require.NotEmpty(t, v.findings)
+			require.Contains(t, v.kinds(), c.want, "%v", v.findings)
+		})
+	}
+}

@@ -1,0 +1,122 @@
+package integration_test
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/batonlock/baton/resp"
+)
+
+// The faults a chaos round injects, by weight.
+var chaosFaults = []weighted[string]{
+	{4, "kill-normal"},  // CLIENT KILL TYPE normal: every command connection
+	{5, "kill-addr"},    // CLIENT KILL ADDR of one connection, picked at random
+	{4, "pause"},        // CLIENT PAUSE <ms> WRITE
+	{3, "script-flush"}, // SCRIPT FLUSH: every EVALSHA meets NOSCRIPT
+	{4, "kill-pubsub"},  // CLIENT KILL TYPE pubsub: every subscriber
+	{2, "psubscribe"},   // a PSUBSCRIBE * connection, kept for a while
+}
+
+// faulter injects random faults into the server at addr, from admin
+// connections of its own, recording each.
+type faulter struct {
+	addr string
+	rng  *rand.Rand
+	rec  *chaosRecorder
+	// psub is the PSUBSCRIBE * connection while one is kept, and
+	// draining the goroutine that reads it.
+	psub     net.Conn
+	psubEnd  time.Time
+	draining sync.WaitGroup
+}
+
+// run injects a fault every 50 to 500ms until until.
+func (f *faulter) run(until time.Time) {
+	defer f.endPsub()
+	for {
+		wait := time.Duration(50+f.rng.IntN(450)) * time.Millisecond
+		if time.Until(until) < wait {
+			time.Sleep(max(time.Until(until), 0))
+			return
+		}
+		time.Sleep(wait)
+		if f.psub != nil && time.Now().After(f.psubEnd) {
+			f.endPsub()
+		}
+		f.inject(pick(f.rng, chaosFaults...))
+	}
+}
+
+func (f *faulter) inject(kind string) {
+	r := chaosRecord{Kind: recFault, ID: f.rec.newID("fault"), Call: now(), Note: kind}
+	var err error
+	switch kind {
+	case "kill-normal":
+		_, err = doAt(f.addr, "CLIENT", "KILL", "TYPE", "normal")
+	case "kill-addr":
+		var v resp.Value
+		if v, err = doAt(f.addr, "CLIENT", "LIST", "TYPE", "normal"); err == nil {
+			var addrs []string
+			for line := range strings.Lines(v.Str) {
+				for field := range strings.FieldsSeq(line) {
+					if a, ok := strings.CutPrefix(field, "addr="); ok {
+						addrs = append(addrs, a)
+					}
+				}
+			}
+			if len(addrs) > 0 {
+				target := addrs[f.rng.IntN(len(addrs))]
+				r.Note += " " + target
+				_, err = doAt(f.addr, "CLIENT", "KILL", "ADDR", target)
+			}
+		}
+	case "pause":
+		ms := 10 + f.rng.IntN(290)
+		r.Note += fmt.Sprintf(" %dms", ms)
+		_, err = doAt(f.addr, "CLIENT", "PAUSE", fmt.Sprint(ms), "WRITE")
+	case "script-flush":
+		_, err = doAt(f.addr, "SCRIPT", "FLUSH")
+	case "kill-pubsub":
+		_, err = redisKill(f.addr)
+	case "psubscribe":
+		if f.psub == nil {
+			err = f.startPsub(time.Duration(200+f.rng.IntN(2000)) * time.Millisecond)
+		}
+	}
+	if err != nil {
+		r.Err = err.Error()
+	}
+	r.Ret = now()
+	f.rec.add(r)
+}
+
+// startPsub opens a connection that subscribes to every channel, and
+// reads (and drops) what it gets until endPsub, after keep.
+func (f *faulter) startPsub(keep time.Duration) error {
+	c, err := net.DialTimeout("tcp", f.addr, time.Second)
+	if err != nil {
+		return err
+	}
+	if _, err := c.Write(resp.AppendCommand(nil, "PSUBSCRIBE", "*")); err != nil {
+		c.Close()
+		return err
+	}
+	f.psub, f.psubEnd = c, time.Now().Add(keep)
+	f.draining.Go(func() { _, _ = io.Copy(io.Discard, c) })
+	return nil
+}
+
+func (f *faulter) endPsub() {
+	if f.psub == nil {
+		return
+	}
+	f.psub.Close()
+	f.draining.Wait()
+	f.psub = nil
+	f.rec.add(chaosRecord{Kind: recFault, ID: f.rec.newID("fault"), Call: now(), Ret: now(), Note: "psubscribe ends"})
+}
