@@ -33,9 +33,12 @@ func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 			bounded = conn.WithReplyDeadline(ctx, by)
 		}
 		err := c.releaseNow(bounded, by, w, c.l.opts.ReleaseStyle)
-		if err == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+		if err == nil || ctx.Err() == nil || decided(err) {
 			return err
 		}
+		// ctx ended before the server decided: whatever ended the
+		// attempt (ctx itself, or a redial that ctx's deadline cut short
+		// with a timeout of its own), the release goes on.
 	}
 	// Every release script compares the owner first, so a release that
 	// did run before the caller left makes this one a no-op. Close waits
@@ -51,6 +54,17 @@ func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 		after = "the Locker is closing: the lock's TTL ends it"
 	}
 	return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (%s)", ctx.Err(), after)})
+}
+
+// decided reports whether err is the server's verdict on a release, which
+// sending it again would only repeat: the lock was not the owner's, the
+// state to write over was missing, or the server refused the script.
+func decided(err error) bool {
+	var uncertain *conn.UncertainError
+	if errors.As(err, &uncertain) {
+		return false
+	}
+	return errors.Is(err, ErrNotHeld) || errors.Is(err, lockstate.ErrStateMissing) || isErrorReply(err)
 }
 
 // releaseInBackground releases for an owner who is no longer waiting; it

@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/faultproxy"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 )
@@ -128,4 +130,30 @@ func churn(l *lock.Locker, key string, seed int) {
 		cancel()
 		_ = ls.Unlock(context.Background())
 	}
+}
+
+// An Unlock whose context ends while its client redials, after the
+// connection broke under the release, still releases: in the background,
+// within the release timeout, as Unlock's doc says of every release its
+// context cut short. Before, the dial's own timeout error was taken for a
+// verdict, and the lock stayed held for its TTL.
+func TestAnUnlockCutShortWhileRedialingStillReleases(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy, err := faultproxy.Start(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	l, err := lock.Open(context.Background(), proxy.Addr(), lock.WithTTL(30*time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, l.Close()) })
+	ls := mustLock(t, l, "k")
+	proxy.Blackhole(true) // a new connection's handshake gets no reply
+	proxy.Reset()         // the command connection breaks
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	err = ls.Unlock(ctx)
+	t.Logf("Unlock: %v", err)
+	require.ErrorAs(t, err, new(*conn.UncertainError))
+	proxy.Blackhole(false)
+	redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 10*time.Second, 10*time.Millisecond,
+		"the lock is still held, PTTL %d", srv.Do(t, "PTTL", "baton:{k}").Int)
 }
