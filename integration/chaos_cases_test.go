@@ -38,8 +38,11 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 			lock("a", 0, 1, 10), lease("a", 1, 2, 5, 10), lock("b", 3, 6, 11), lease("b", 6, 7, 9, 11),
 		}, nil, ""},
 		{"a lease seen held after the next was granted", []chaosRecord{
-			lock("a", 0, 1, 10), lease("a", 1, 2, 7, 10), lock("b", 3, 6, 11), lease("b", 6, 7, 9, 11),
+			lock("a", 0, 1, 10), lease("a", 1, 2, 27, 10), lock("b", 3, 6, 11), lease("b", 6, 7, 29, 11),
 		}, nil, findOverlap},
+		{"a lease seen held within a timer's lateness of the next grant", []chaosRecord{
+			lock("a", 0, 1, 10), lease("a", 1, 2, 9, 10), lock("b", 3, 6, 11), lease("b", 6, 7, 12, 11),
+		}, nil, ""},
 		{"a lease whose watcher came late counts from its grant only", []chaosRecord{
 			lock("a", 0, 1, 10), lease("a", 1, 800, 900, 10), lock("b", 3, 6, 11), lease("b", 6, 7, 9, 11),
 		}, nil, ""},
@@ -50,7 +53,7 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 			lock("a", 0, 1, 10), predone(lease("a", 1, 2, 70, 10), 70), lock("b", 3, 6, 11), lease("b", 6, 7, 9, 11),
 		}, nil, findOverlap},
 		{"a Modify's fn inside a lease", []chaosRecord{
-			lock("a", 0, 1, 10), lease("a", 1, 2, 7, 10), modify("m", 4, 5, 0, classOK),
+			lock("a", 0, 1, 10), lease("a", 1, 2, 30, 10), modify("m", 4, 5, 0, classOK),
 		}, read(1), findOverlap},
 		{"a fencing token that went back", []chaosRecord{
 			lock("a", 0, 1, 11), lease("a", 1, 2, 2, 11), lock("b", 3, 6, 10), lease("b", 6, 7, 7, 10),

@@ -228,7 +228,23 @@ type holding struct {
 	id         string
 	start, end int64
 	what       string
+	// grace is how far another owner's holding may begin before end
+	// without a violation: doneLateness for a lease seen held through
+	// its Done channel, none otherwise.
+	grace int64
 }
+
+// doneLateness is how long after a lease's deadline its Done channel may
+// still be seen open. Done is closed by a timer of the process, which
+// fires when the Go runtime gets to it: under -race, on two cores shared
+// with worker processes and containers, a timer due at the deadline was
+// seen to run 5ms late (the lock had expired in Redis, and another owner
+// had it, 0.8ms before Done closed). The deadline itself is exact (the
+// lock's unit tests check it against Redis); a holder starved of CPU sees
+// Done late, which is what fencing tokens are for. Any defect that keeps
+// Done open by more than this, as the ones of issue 26 did (by 30ms to
+// seconds), is still a violation.
+const doneLateness = int64(10 * time.Millisecond)
 
 // checkHoldings checks that no two holdings of one key overlap.
 func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
@@ -248,18 +264,18 @@ func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
 	for _, r := range recs {
 		switch {
 		case r.Kind == recLease:
-			end := r.Call
+			end, grace := r.Call, int64(0)
 			switch {
 			case r.WatchAt == 0:
 			case r.PreDone:
 				// Extended before Done was first called: the deadline
 				// may have passed by then (see firstLookGrace).
-				end = max(end, r.LastOpenLate)
+				end, grace = max(end, r.LastOpenLate), doneLateness
 			case r.WatchAt-r.Call <= r.TTL/2:
 				// Else a watcher that first looked past half the TTL (a
 				// process starved of CPU) may have called Done after the
 				// deadline, and only the grant counts.
-				end = max(end, r.LastOpen)
+				end, grace = max(end, r.LastOpen), doneLateness
 			}
 			what := fmt.Sprintf("lease %s (fence %d, TTL %v, Done called at %s", r.ID, r.Fence, time.Duration(r.TTL), v.ms(r.WatchAt))
 			if r.PreDone {
@@ -268,16 +284,16 @@ func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
 			if e := extended[r.ID]; len(e) > 0 {
 				what += ", after " + strings.Join(e, ", ")
 			}
-			byKey[r.Key] = append(byKey[r.Key], holding{r.ID, r.Call, end, what + ")"})
+			byKey[r.Key] = append(byKey[r.Key], holding{r.ID, r.Call, end, what + ")", grace})
 		case r.Kind == recModify && r.Class == classOK:
-			byKey[r.Key] = append(byKey[r.Key], holding{r.ID, r.FnStart, r.FnEnd, fmt.Sprintf("Modify %s's fn", r.ID)})
+			byKey[r.Key] = append(byKey[r.Key], holding{r.ID, r.FnStart, r.FnEnd, fmt.Sprintf("Modify %s's fn", r.ID), 0})
 		}
 	}
 	for key, hs := range byKey {
 		sort.Slice(hs, func(i, j int) bool { return hs[i].start < hs[j].start })
 		var last holding // of those that started before, the one that ended last
 		for i, h := range hs {
-			if i > 0 && h.start < last.end {
+			if i > 0 && h.start < last.end-last.grace {
 				v.flag(findOverlap, key, h.start, []string{last.id, h.id}, "two owners held %s at once: %s held it until %s, and %s from %s (%v of overlap)",
 					key, last.what, v.ms(last.end), h.what, v.ms(h.start), time.Duration(min(last.end, h.end)-h.start))
 			}

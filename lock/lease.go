@@ -77,7 +77,11 @@ func (ls *Lease) Token() uint64 { return ls.token }
 
 // Done is closed when the lease ends: released, lost to an extension or a
 // write that found the lock gone, or run out (its TTL passed without an
-// extension, by this process's clock, which errs early).
+// extension, by this process's clock, which errs early). Running out is
+// noticed by a timer of this process: a process starved of CPU may see
+// Done open a few milliseconds past the deadline, by which time another
+// owner may hold the lock. Guard writes that must not overlap with the
+// fencing token (Token).
 func (ls *Lease) Done() <-chan struct{} {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
