@@ -400,9 +400,11 @@ func (a *actor) unlock(rng *rand.Rand, lr *leaseRun, note string) {
 }
 
 // The variants of a Modify's fn, by weight: it increments and succeeds;
-// fails; panics; cancels its Modify's context, then increments; or
-// sleeps past the lock's TTL, then increments.
-var fnVariants = []weighted[string]{{55, "ok"}, {10, "error"}, {10, "panic"}, {10, "cancel"}, {5, "past-ttl"}}
+// fails; panics; cancels its Modify's context, then increments; sleeps a
+// little, so that a fault may strike between the acquire and the
+// write-back, then increments; or sleeps past the lock's TTL, then
+// increments.
+var fnVariants = []weighted[string]{{45, "ok"}, {10, "error"}, {10, "panic"}, {10, "cancel"}, {10, "slow"}, {5, "past-ttl"}}
 
 // modify calls Modify with fn of a random variant.
 func (a *actor) modify(rng *rand.Rand, g *generation, key string) {
@@ -431,6 +433,8 @@ func (a *actor) modify(rng *rand.Rand, g *generation, key string) {
 			panic(chaosPanic{r.ID})
 		case "cancel":
 			o.cancelNow()
+		case "slow":
+			time.Sleep(time.Duration(5+rng.IntN(55)) * time.Millisecond)
 		case "past-ttl":
 			time.Sleep(a.spec.TTL + 30*time.Millisecond)
 		}
