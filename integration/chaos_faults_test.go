@@ -20,7 +20,7 @@ var chaosFaults = []weighted[string]{
 	{3, "script-flush"}, // SCRIPT FLUSH: every EVALSHA meets NOSCRIPT
 	{4, "kill-pubsub"},  // CLIENT KILL TYPE pubsub: every subscriber
 	{2, "psubscribe"},   // a PSUBSCRIBE * connection, kept for a while
-	{2, "oom"},          // maxmemory 1 for a moment: every write that adds memory is refused
+	{4, "oom"},          // maxmemory 1 for a moment: every write that adds memory is refused
 }
 
 // faulter injects random faults into the server at addr, from admin
@@ -88,7 +88,7 @@ func (f *faulter) inject(kind string) {
 		// The policy Open requires stays (noeviction): the server
 		// refuses writes rather than evict. A script stops at its first
 		// write that adds memory, with nothing written.
-		ms := 20 + f.rng.IntN(130)
+		ms := 50 + f.rng.IntN(200)
 		r.Note += fmt.Sprintf(" %dms", ms)
 		if _, err = doAt(f.addr, "CONFIG", "SET", "maxmemory", "1"); err == nil {
 			time.Sleep(time.Duration(ms) * time.Millisecond)

@@ -403,8 +403,10 @@ func (a *actor) unlock(rng *rand.Rand, lr *leaseRun, note string) {
 // fails; panics; cancels its Modify's context, then increments; sleeps a
 // little, so that a fault may strike between the acquire and the
 // write-back, then increments; or sleeps past the lock's TTL, then
-// increments.
-var fnVariants = []weighted[string]{{45, "ok"}, {10, "error"}, {10, "panic"}, {10, "cancel"}, {10, "slow"}, {5, "past-ttl"}}
+// increments; or puts the server out of memory (maxmemory 1, restored
+// once the Modify has returned), then increments, so that the
+// write-back is refused.
+var fnVariants = []weighted[string]{{42, "ok"}, {10, "error"}, {10, "panic"}, {10, "cancel"}, {10, "slow"}, {3, "oom"}, {5, "past-ttl"}}
 
 // modify calls Modify with fn of a random variant.
 func (a *actor) modify(rng *rand.Rand, g *generation, key string) {
@@ -435,6 +437,8 @@ func (a *actor) modify(rng *rand.Rand, g *generation, key string) {
 			o.cancelNow()
 		case "slow":
 			time.Sleep(time.Duration(5+rng.IntN(55)) * time.Millisecond)
+		case "oom":
+			_, _ = doAt(a.p.plan.Addr, "CONFIG", "SET", "maxmemory", "1")
 		case "past-ttl":
 			time.Sleep(a.spec.TTL + 30*time.Millisecond)
 		}
@@ -458,6 +462,9 @@ func (a *actor) modify(rng *rand.Rand, g *generation, key string) {
 		r.Call = now()
 		err := g.manager.Modify(o.ctx, key, fn)
 		r.Ret = now()
+		if variant == "oom" {
+			_, _ = doAt(a.p.plan.Addr, "CONFIG", "SET", "maxmemory", "0")
+		}
 		r.Class, r.Err = classify(err), errText(err)
 	}()
 	o.release()
