@@ -14,7 +14,8 @@ demo:
 # The test command: formatting, vet, then every test with the race detector,
 # including those against a real redis-server, which it installs first
 # where it is missing and it can (root with apt-get), then the integration
-# suite in its -short form (a one-minute soak), on its own, since its
+# suite in its -short form (a one-minute soak and a minute of the
+# randomized checker, TestChaos), on its own, since its
 # worker processes would load the machine under the others' timed tests.
 # The allocation tests run once more without the race detector, which
 # makes allocation counts vary.
@@ -23,7 +24,8 @@ test: lint need-redis
 	$(GO) test -count=1 -run Allocations ./conn/ ./lock/
 	$(GO) test -race -count=1 -short ./integration
 
-# The whole integration suite, with a five-minute soak, against containers
+# The whole integration suite, with a five-minute soak and five minutes of
+# the randomized checker (ARGS="-chaos.time 30m" for longer), against containers
 # of a local image where Docker answers (BATON_REDIS_IMAGE names it;
 # BATON_REDIS_IMAGES=a,b runs the suite once per image), else against a
 # redis-server from PATH. ARGS go to the test binary, for example

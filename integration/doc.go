@@ -78,11 +78,13 @@
 // Lock and TryLock with very short and cancelled contexts, Extend with
 // shorter, longer, concurrent and out-of-range TTLs, Unlock twice and
 // concurrently, Modify whose fn fails, panics, cancels or outlives the
-// TTL, and Close at random moments, while the server's connections are
-// killed, it is paused, its scripts flushed and a PSUBSCRIBE * client
-// listens. Each round's history, on CLOCK_MONOTONIC, must show no two
-// owners of a lock at once (a lease owns it from its grant to the last
-// moment its Done was seen open), fencing tokens that increase, counts
+// TTL or puts the server out of memory, and Close at random moments,
+// while the server's connections are killed, it is paused, its scripts
+// flushed, its memory full, and a PSUBSCRIBE * client listens. Each
+// round's history, on CLOCK_MONOTONIC, must show no two owners of a lock
+// at once (a lease owns it from its grant to the last moment its Done was
+// seen open, less 10ms for a timer that runs late on a loaded machine:
+// see doneLateness), fencing tokens that increase, counts
 // that are linearizable, calls that end in time, and, once every Locker
 // closed, no lock, queue or key without a TTL left on the server. The
 // rounds follow from one seed: a failure prints it, the history around
