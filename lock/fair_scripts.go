@@ -25,27 +25,31 @@ package lock
 // offer with its own acquire, which sets its full TTL. promote returns the
 // owner offered the lock, or false when no live waiter is left, in which
 // case the lock may be set to a dead waiter and the caller must set or
-// delete it.
+// delete it. Like handOff (see handOffFunc), it never raises: a promotion
+// the server refuses part-way returns false.
 const fairPrelude = tokenPrelude + tellFunc + `
 local function nowMs()
 	local t = serverClock()
 	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local function promote(window)
-	while true do
-		local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
-		if not head then return false end
-		redis.call('ZREM', KEYS[3], head)
-		local entry = redis.call('HGET', KEYS[4], head)
-		redis.call('HDEL', KEYS[4], head)
-		if entry then
-			local deadline, id, channel = string.match(entry, '^(%d+) (%d+) (.+)$')
-			if deadline and tonumber(deadline) >= nowMs() then
-				redis.call('SET', KEYS[1], head, 'PX', window)
-				if tell(channel, id) then return head end
+	local ok, head = pcall(function()
+		while true do
+			local head = redis.call('ZRANGE', KEYS[3], 0, 0)[1]
+			if not head then return false end
+			redis.call('ZREM', KEYS[3], head)
+			local entry = redis.call('HGET', KEYS[4], head)
+			redis.call('HDEL', KEYS[4], head)
+			if entry then
+				local deadline, id, channel = string.match(entry, '^(%d+) (%d+) (.+)$')
+				if deadline and tonumber(deadline) >= nowMs() then
+					redis.call('SET', KEYS[1], head, 'PX', window)
+					if tell(channel, id) then return head end
+				end
 			end
 		end
-	end
+	end)
+	return ok and head
 end
 `
 

@@ -164,31 +164,49 @@ const handOffPrelude = listPrelude + handOffFunc
 // counted first, and a channel nobody subscribes to is not published on.
 // Shard channels have no pattern subscribers: their flavour (see
 // publishing.sharded) trusts SPUBLISH's count.
+//
+// tell never raises: it runs after a write-back's first write, whose
+// error reply must mean that nothing was written. A user whose ACL lacks
+// PUBSUB NUMSUB (the minimal ACL of earlier versions) is told by
+// PUBLISH's count, as before; one that lacks PUBLISH counts as heard, and
+// the lock waits out its hand-off window for a waiter that was not told.
 const tellFunc = `
 local function tell(channel, id)
-	if redis.call('PUBSUB', 'NUMSUB', channel)[2] == 0 then return false end
-	return redis.call('PUBLISH', channel, id) > 0
+	local subscribers = redis.pcall('PUBSUB', 'NUMSUB', channel)
+	if type(subscribers) == 'table' and subscribers[2] == 0 then return false end
+	local heard = redis.pcall('PUBLISH', channel, id)
+	return type(heard) ~= 'number' or heard > 0
 end
 `
 
 // tellShardedFunc is tellFunc for shard channels.
 const tellShardedFunc = `
 local function tell(channel, id)
-	return redis.call('SPUBLISH', channel, id) > 0
+	local heard = redis.pcall('SPUBLISH', channel, id)
+	return type(heard) ~= 'number' or heard > 0
 end
 `
 
+// handOffFunc defines handOff (see handOffPrelude). A hand-off the server
+// refuses part-way (an ACL without one of its commands, a key of another
+// type) is given up, and handOff returns false as when nobody waits: the
+// caller then keeps or deletes the lock. So a release
+// that has begun always ends, and a write-back, whose state is written
+// before the hand-off, never answers with an error after writing.
 const handOffFunc = tellFunc + `
 local function handOff(wanted, owner, window)
-	while true do
-		local asker = onList('LPOP', wanted)
-		if not asker then return false end
-		local other, id, channel = string.match(asker, '^(%S+) (%d+) (.+)$')
-		if other and other ~= owner then
-			redis.call('SET', KEYS[1], other, 'PX', window)
-			if tell(channel, id) then return true end
+	local ok, handed = pcall(function()
+		while true do
+			local asker = onList('LPOP', wanted)
+			if not asker then return false end
+			local other, id, channel = string.match(asker, '^(%S+) (%d+) (.+)$')
+			if other and other ~= owner then
+				redis.call('SET', KEYS[1], other, 'PX', window)
+				if tell(channel, id) then return true end
+			end
 		end
-	end
+	end)
+	return ok and handed
 end
 `
 
@@ -249,7 +267,9 @@ var commitScript = newScript(handOffPrelude + statePrelude + commitBody("KEYS[2]
 // commitBody is the commit scripts' body, around the key of the state and
 // the Lua call that hands the lock to a waiting owner, true if it did. The
 // state's SET is its first write, so that a script the server stops there
-// (out of memory) has written nothing: refusedWriteBack rests on it.
+// (out of memory) has written nothing, and after it only the lock's own
+// SET or DEL can raise (the hand-off never does): refusedWriteBack rests
+// on it.
 func commitBody(stateKey, handOn string) string {
 	return `
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
