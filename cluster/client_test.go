@@ -72,7 +72,7 @@ func TestRealClusterEval(t *testing.T) {
 // TestSeedsWithTheFirstDead: New goes past seeds that do not answer.
 func TestSeedsWithTheFirstDead(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithCluster())
-	c := newClient(t, []string{deadAddr(t), deadAddr(t), srv.Addr})
+	c := newClient(t, []string{redistest.ClosedAddr(t), redistest.ClosedAddr(t), srv.Addr})
 	v, err := c.Do(testContext(t), "k", "SET", "k", "v")
 	require.NoError(t, err)
 	require.Equal(t, "OK", v.Str)
@@ -83,14 +83,14 @@ func TestSeedsWithTheFirstDead(t *testing.T) {
 func TestSeedsWithTheFirstDeadOnFakes(t *testing.T) {
 	a := startNode(t)
 	a.setScript(func([]string) string { return allSlotsTo(t, a.Addr) })
-	dead := deadAddr(t)
+	dead := redistest.ClosedAddr(t)
 	c := newClient(t, []string{dead, a.Addr, a.Addr})
 	require.Equal(t, a.Addr, c.SlotOwner(100))
 	require.Equal(t, []string{"CLUSTER SHARDS"}, a.commands())
 }
 
 func TestNewFails(t *testing.T) {
-	dead := deadAddr(t)
+	dead := redistest.ClosedAddr(t)
 	tests := []struct {
 		name  string
 		seeds []string

@@ -43,17 +43,6 @@ func newClient(t *testing.T, seeds []string, opts ...cluster.Option) *cluster.Cl
 	return c
 }
 
-// deadAddr returns a loopback address nothing listens on: a port that
-// was free a moment ago.
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := ln.Addr().String()
-	require.NoError(t, ln.Close())
-	return addr
-}
-
 // RESP encoders for the fakes' scripted replies.
 
 func bulk(s string) string { return "$" + strconv.Itoa(len(s)) + "\r\n" + s + "\r\n" }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -246,7 +247,7 @@ func TestUncertainIsNotRetried(t *testing.T) {
 // and sends the batch to the primary it names now.
 func TestUnreachableNodeRefreshesAndRetries(t *testing.T) {
 	seed, next := startNode(t), startNode(t)
-	dead := deadAddr(t)
+	dead := redistest.ClosedAddr(t)
 	var shards atomic.Int32
 	seed.setScript(func(args []string) string {
 		if shards.Add(1) == 1 {
@@ -269,7 +270,7 @@ func TestUnreachableNodeRefreshesAndRetries(t *testing.T) {
 // call after 1+WithMaxRetries dials, with the last dial's error.
 func TestUnreachableNodeIsBounded(t *testing.T) {
 	seed := startNode(t)
-	dead := deadAddr(t)
+	dead := redistest.ClosedAddr(t)
 	seed.setScript(func([]string) string { return allSlotsTo(t, dead) })
 	c := newClient(t, []string{seed.Addr}, cluster.WithRefreshInterval(0), cluster.WithMaxRetries(2),
 		cluster.WithConnOptions(conn.WithRedialBackoff(time.Millisecond, time.Millisecond)))

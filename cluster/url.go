@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/urltext"
 )
 
 // ParseURL reads a cluster URL into the seeds and connection options of
@@ -39,6 +40,10 @@ func ParseURL(s string) (seeds []string, connOpts []conn.Option, err error) {
 	scheme, rest, ok := strings.Cut(s, "://")
 	var useTLS bool
 	switch {
+	case urltext.Ambiguous(s):
+		// Its pieces, quoted as a bad host or path, could be pieces of
+		// the password.
+		return nil, nil, fmt.Errorf("cluster: URL: %w", urltext.ErrAmbiguous)
 	case !ok:
 		return nil, nil, errors.New("cluster: URL: want redis+cluster://host:port,... or rediss+cluster://...")
 	case scheme == "redis+cluster":

@@ -2,11 +2,13 @@ package conn
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/batonlock/baton/internal/urltext"
 )
 
 // target is where and how to dial, as read from an address.
@@ -19,21 +21,14 @@ type target struct {
 	db                 int
 }
 
-// redacted is addr with a URL's password hidden.
-func redacted(addr string) string {
-	if !strings.Contains(addr, "://") {
-		return addr
-	}
-	if u, err := url.Parse(addr); err == nil {
-		return u.Redacted()
-	}
-	return addr
-}
-
 // parseAddr reads "host:port", "redis://[user[:pass]@]host[:port][/db]",
 // "rediss://..." (TLS) or "unix://[user[:pass]@]/path[?db=N]".
 func parseAddr(addr string) (target, error) {
 	if !strings.Contains(addr, "://") {
+		if strings.Contains(addr, "@") {
+			// user:password@host:port: not quoted, as it holds a password.
+			return target{}, errors.New("conn: address: a user or password needs a URL (redis://user:password@host:port)")
+		}
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return target{}, fmt.Errorf("conn: address %q: want host:port or a URL: %w", addr, err)
@@ -43,9 +38,12 @@ func parseAddr(addr string) (target, error) {
 		}
 		return target{network: "tcp", address: addr, serverName: host}, nil
 	}
-	u, err := url.Parse(addr)
+	// Errors quote the address with its password hidden: they travel
+	// into logs.
+	quoted := urltext.Redacted(addr)
+	u, err := urltext.Parse(addr)
 	if err != nil {
-		return target{}, fmt.Errorf("conn: address: %w", err)
+		return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
 	}
 	t := target{}
 	if u.User != nil {
@@ -57,7 +55,7 @@ func parseAddr(addr string) (target, error) {
 	switch u.Scheme {
 	case "redis", "rediss":
 		if u.Hostname() == "" {
-			return target{}, fmt.Errorf("conn: address %q: no host", addr)
+			return target{}, fmt.Errorf("conn: address %q: no host", quoted)
 		}
 		port := u.Port()
 		if port == "" {
@@ -69,23 +67,23 @@ func parseAddr(addr string) (target, error) {
 		t.useTLS = u.Scheme == "rediss"
 		if p := strings.Trim(u.Path, "/"); p != "" {
 			if t.db, err = parseDB(p); err != nil {
-				return target{}, fmt.Errorf("conn: address %q: %w", addr, err)
+				return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
 			}
 		}
 	case "unix":
 		if u.Path == "" {
-			return target{}, fmt.Errorf("conn: address %q: no socket path", addr)
+			return target{}, fmt.Errorf("conn: address %q: no socket path", quoted)
 		}
 		t.network, t.address = "unix", u.Path
 	default:
-		return target{}, fmt.Errorf("conn: address %q: unknown scheme %q (want redis, rediss or unix)", addr, u.Scheme)
+		return target{}, fmt.Errorf("conn: address %q: unknown scheme %q (want redis, rediss or unix)", quoted, u.Scheme)
 	}
 	for key := range query {
 		if key != "db" {
-			return target{}, fmt.Errorf("conn: address %q: unknown parameter %q", addr, key)
+			return target{}, fmt.Errorf("conn: address %q: unknown parameter %q", quoted, key)
 		}
 		if t.db, err = parseDB(query.Get("db")); err != nil {
-			return target{}, fmt.Errorf("conn: address %q: %w", addr, err)
+			return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
 		}
 	}
 	return t, nil

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
 )
 
 func TestBadAddressesAreRefusedBeforeDialing(t *testing.T) {
@@ -30,6 +31,22 @@ func TestBadAddressesAreRefusedBeforeDialing(t *testing.T) {
 			c, err := conn.Dial(context.Background(), addr)
 			require.Error(t, err)
 			require.Nil(t, c)
+		})
+	}
+}
+
+// TestAddressErrorsQuoteNoPassword: errors travel into logs; whatever
+// the mistake in an address, its password is in none of them.
+func TestAddressErrorsQuoteNoPassword(t *testing.T) {
+	const secret = "s3cret"
+	for _, addr := range redistest.AddressMistakes(redistest.ClosedAddr(t), secret) {
+		t.Run(addr, func(t *testing.T) {
+			_, err := conn.NewClient(addr)
+			redistest.RequireNoSecret(t, err, secret)
+			c, err := conn.Dial(context.Background(), addr)
+			require.Error(t, err)
+			require.Nil(t, c)
+			redistest.RequireNoSecret(t, err, secret)
 		})
 	}
 }

@@ -1,6 +1,8 @@
 package conn
 
 import (
+	"github.com/batonlock/baton/internal/urltext"
+
 	"context"
 	"crypto/tls"
 	"errors"
@@ -25,7 +27,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 }
 
 func dialTarget(ctx context.Context, addr string, t target, o options) (*Conn, error) {
-	addr = redacted(addr) // errors travel into logs
+	addr = urltext.Redacted(addr) // errors travel into logs
 	if o.dialTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.dialTimeout)

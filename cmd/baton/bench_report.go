@@ -1,10 +1,11 @@
 package main
 
 import (
+	"github.com/batonlock/baton/internal/urltext"
+
 	"encoding/json"
 	"fmt"
 	"io"
-	"net/url"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -85,16 +86,7 @@ func newBenchCommands(d cmdstats.Stats, ops int64) *benchCommands {
 
 // redactAddr hides a URL's password: what a command prints may be pasted
 // anywhere, or end up in a CI log.
-func redactAddr(addr string) string {
-	if !strings.Contains(addr, "://") {
-		return addr
-	}
-	u, err := url.Parse(addr)
-	if err != nil {
-		return "(an address that does not parse)"
-	}
-	return u.Redacted()
-}
+func redactAddr(addr string) string { return urltext.Redacted(addr) }
 
 func writeBenchJSON(w io.Writer, r benchResult) error {
 	enc := json.NewEncoder(w)

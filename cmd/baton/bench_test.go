@@ -187,7 +187,7 @@ func TestBenchFastModeWithoutKeyspaceEvents(t *testing.T) {
 // TestBenchUnreachableServer: a server that is not there is one line,
 // exit 1, naming it.
 func TestBenchUnreachableServer(t *testing.T) {
-	addr := closedAddr(t)
+	addr := redistest.ClosedAddr(t)
 	r := runBaton(t, benchTimeout, nil, "bench", "--addr", addr, "--duration", benchShort)
 	require.Equal(t, 1, r.code, "stderr: %s", r.stderr)
 	require.Equal(t, 1, strings.Count(r.stderr, "\n"), "stderr: %q", r.stderr)

@@ -98,7 +98,7 @@ func TestDemoOnTheEmbeddedServer(t *testing.T) {
 // TestDemoRuntimeErrorNamesTheServer: a server that does not answer is
 // one line naming it, exit code 1.
 func TestDemoRuntimeErrorNamesTheServer(t *testing.T) {
-	addr := closedAddr(t)
+	addr := redistest.ClosedAddr(t)
 	r := runBaton(t, 30*time.Second, nil, "demo", "--addr", addr)
 	require.Equal(t, 1, r.code, "stderr: %s", r.stderr)
 	require.Equal(t, 1, strings.Count(r.stderr, "\n"), "stderr: %q", r.stderr)
@@ -174,16 +174,6 @@ func requireRefused(t *testing.T, addr string) {
 		c.Close()
 	}
 	require.Error(t, err, "the throwaway server on %s is still there", addr)
-}
-
-// closedAddr is a loopback address with nothing listening.
-func closedAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
 }
 
 // TestDemoOnADockerContainer: with no redis-server on PATH and a local

@@ -260,7 +260,7 @@ func TestProbeUnixSocket(t *testing.T) {
 // TestProbeUnreachable: a server that does not answer is one line naming
 // its address, exit 1.
 func TestProbeUnreachable(t *testing.T) {
-	addr := closedAddr(t)
+	addr := redistest.ClosedAddr(t)
 	r := runBaton(t, 30*time.Second, nil, "probe", "--addr", addr)
 	require.Equal(t, 1, r.code, "stderr: %s", r.stderr)
 	require.Empty(t, r.stdout)
