@@ -1,20 +1,22 @@
 package conn
 
 import (
-	"github.com/batonlock/baton/internal/urltext"
-
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"strconv"
+
+	"github.com/batonlock/baton/internal/urltext"
 )
 
 // Dial connects to addr and runs the handshake. addr is "host:port" or a
 // URL: redis://[user[:password]@]host[:port][/db], rediss://... for TLS, or
 // unix://[user[:password]@]/path/to/socket[?db=N]. Options override what the
-// URL says.
+// URL says. The user and password are percent-encoded, as in any URL; one
+// with a raw '/', '?', '#' or '@' after the host cannot be read and is
+// refused. No error quotes the password.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 	if ctx == nil {
 		return nil, errors.New("conn: Dial: nil context")
