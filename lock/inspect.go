@@ -105,8 +105,11 @@ return {nowMs, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1]) or '',
 // It reads the keys of the Locker's mode: a fast Locker sees no queue
 // (Queue is nil), and a fair one no fast-mode request. Invalid keys are
 // refused as Lock refuses them (ErrInvalid); a closed Locker returns
-// ErrClosed. A reply that no Redis running this package's script gives,
-// or keys holding values that baton never writes, are an error matching
+// ErrClosed. A key of a type baton never writes at one of the lock's
+// names (a hash where the lock is, say) is the server's own error, which
+// matches resp.WrongType. A reply that no Redis running this package's
+// script gives, or keys of the right type holding values that baton never
+// writes (a fence that is not a number), are an error matching
 // resp.ErrProtocol.
 func (l *Locker) Inspect(ctx context.Context, key string) (Info, error) {
 	if err := checkCall(ctx, l.opts.Prefix, key); err != nil {

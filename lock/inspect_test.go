@@ -289,3 +289,38 @@ func TestInspectPassesOnAServerError(t *testing.T) {
 	require.ErrorIs(t, err, resp.WrongType)
 	require.NotErrorIs(t, err, resp.ErrProtocol)
 }
+
+// TestInspectReportsKeysOfAnotherType on a real server: a key of a type
+// baton never writes at one of the lock's names is the server's
+// WRONGTYPE (resp.WrongType), and a value of the right type that baton
+// never writes is resp.ErrProtocol; neither is the other, and nothing is
+// changed.
+func TestInspectReportsKeysOfAnotherType(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, tt := range []struct {
+		mode, key string
+		setUp     [][]string
+		want      error
+	}{
+		{"fast", "lock a hash", [][]string{{"HSET", "baton:{k}", "f", "v"}}, resp.WrongType},
+		{"fair", "queue a string", [][]string{{"SET", "baton:{k}", "o"}, {"SET", "baton:{k}:queue", "x"}}, resp.WrongType},
+		{"fast", "fence not a number", [][]string{{"SET", "baton:{k}", "o", "PX", "10000"}, {"SET", "baton:{k}:fence", "abc"}}, resp.ErrProtocol},
+	} {
+		t.Run(tt.mode+"/"+tt.key, func(t *testing.T) {
+			srv.Do(t, "FLUSHALL")
+			for _, cmd := range tt.setUp {
+				srv.Do(t, cmd...)
+			}
+			l := open(t, srv, modeOptions(tt.mode)...)
+			_, err := l.Inspect(context.Background(), "k")
+			require.ErrorIs(t, err, tt.want)
+			for _, other := range []error{resp.WrongType, resp.ErrProtocol} {
+				if other != tt.want {
+					require.NotErrorIs(t, err, other)
+				}
+			}
+			require.Contains(t, err.Error(), `lock "k": inspect`)
+			require.EqualValues(t, len(tt.setUp), srv.Do(t, "DBSIZE").Int, "nothing changed")
+		})
+	}
+}
