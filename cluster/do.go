@@ -29,12 +29,21 @@ import (
 // and, while a slot is being migrated, those whose keys had not left yet.
 // So a batch that must not run twice should hold commands that are
 // redirected together, or are harmless to repeat: PING and one script on
-// keys of one hash tag, say. A TRYAGAIN reply, which Redis sends for a
-// multi-key command whose keys a migration has split (some moved, some
-// not yet), means that command did not run either: the batch goes to the
-// same node again after a pause (10ms, doubling at each retry), until the
-// migration of the slot is done. Every other error reply is returned as a
-// value.
+// keys of one hash tag, say.
+//
+// Some replies say that the cluster cannot serve the command now, and
+// that it did not run: TRYAGAIN (a multi-key command whose keys a
+// migration has split, some moved and some not yet, for as long as the
+// slot is open), CLUSTERDOWN (a slot without a primary, on every node
+// while a failover runs, with the default cluster-require-full-coverage),
+// LOADING (a node reading its data at start), MASTERDOWN and READONLY (a
+// primary demoted under the call, which now serves as a replica). The
+// batch is sent again after a pause (10ms, doubling up to 100ms), after a
+// refresh of the topology for all but TRYAGAIN and LOADING, for as long
+// as ctx allows and, if ctx carries one, within its reply deadline
+// (conn.WithReplyDeadline); a batch refused still by then returns the
+// last refusal, which matches its resp.Prefix. These waits count no
+// retry. Every other error reply is returned as a value.
 //
 // When a node cannot be reached (its dial fails, or its connection was
 // found broken before the batch was written), nothing was sent: the Client
@@ -62,6 +71,7 @@ func (c *Client) DoMulti(ctx context.Context, key string, cmds ...[]string) ([]r
 		return nil, fmt.Errorf("cluster: %s: %w", name, err)
 	}
 	asking := false
+	var w unavailableWait
 	for attempt := 1; ; attempt++ {
 		replies, retry, err := c.send(ctx, addr, asking, cmds)
 		if err != nil {
@@ -83,15 +93,23 @@ func (c *Client) DoMulti(ctx context.Context, key string, cmds ...[]string) ([]r
 			return nil, fmt.Errorf("cluster: %s on %s: %w", name, addr, err)
 		}
 		if !ok {
-			refused := tryAgain(replies)
+			refused := notNow(replies)
 			if refused == nil {
 				return replies, nil
 			}
-			if attempt > c.opts.maxRetries {
-				return nil, fmt.Errorf("cluster: %s: sent %d times: %w: %s: %w", name, attempt, ErrTooManyRetries, addr, refused)
+			if !w.pause(ctx) {
+				if err := ctx.Err(); err != nil {
+					return nil, fmt.Errorf("cluster: %s on %s: still refused after %v: %w: %w", name, addr, w.waited(), refused, err)
+				}
+				return nil, fmt.Errorf("cluster: %s on %s: still refused after %v, at the reply deadline: %w", name, addr, w.waited(), refused)
 			}
-			if err := pause(ctx, tryAgainPause<<(attempt-1)); err != nil {
-				return nil, fmt.Errorf("cluster: %s: %w", name, err)
+			attempt-- // a wait, not a retry
+			if staleTopology(refused) {
+				_ = c.refresh(ctx, false, "")
+				if addr, err = c.route(ctx, slot); err != nil {
+					return nil, fmt.Errorf("cluster: %s: %w", name, err)
+				}
+				asking = false
 			}
 			continue
 		}
@@ -148,19 +166,68 @@ func (c *Client) send(ctx context.Context, addr string, asking bool, cmds [][]st
 
 var askingCommand = []string{"ASKING"}
 
-// tryAgainPause is the pause before the first retry of a batch answered
-// TRYAGAIN; it doubles at each further one.
-const tryAgainPause = 10 * time.Millisecond
-
-// tryAgain returns the first TRYAGAIN reply among replies, or nil.
-func tryAgain(replies []resp.Value) error {
+// notNow returns the first reply among replies that says the cluster
+// cannot serve its command now, which did not run (see DoMulti), or nil.
+func notNow(replies []resp.Value) error {
 	for _, r := range replies {
-		if err := r.Err(); errors.Is(err, resp.TryAgain) {
+		if err := r.Err(); err != nil && RefusedForNow(err) {
 			return err
 		}
 	}
 	return nil
 }
+
+// RefusedForNow reports whether err is, or wraps, a reply by which the
+// cluster says that it cannot serve a command now and that the command
+// did not run: TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN or READONLY (see
+// DoMulti). DoMulti returns such an error once the caller's context or
+// reply deadline ends the waits; a caller with time of its own may send
+// the command again.
+func RefusedForNow(err error) bool {
+	for _, p := range notNowPrefixes {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+var notNowPrefixes = []resp.Prefix{resp.TryAgain, resp.ClusterDown, resp.Loading, resp.MasterDown, resp.ReadOnly}
+
+// staleTopology reports whether a refusal may mean that the slot has
+// another primary now: after a failover (CLUSTERDOWN while it runs), or a
+// demotion (READONLY, MASTERDOWN).
+func staleTopology(refused error) bool {
+	return errors.Is(refused, resp.ClusterDown) || errors.Is(refused, resp.ReadOnly) || errors.Is(refused, resp.MasterDown)
+}
+
+// unavailableWait paces the resends of a batch that the cluster refused
+// for now: 10ms, doubling up to 100ms.
+type unavailableWait struct {
+	next  time.Duration
+	total time.Duration
+}
+
+const (
+	firstUnavailablePause = 10 * time.Millisecond
+	maxUnavailablePause   = 100 * time.Millisecond
+)
+
+// pause waits before the next resend, and reports false, at once, if ctx
+// has ended or its reply deadline would pass first.
+func (w *unavailableWait) pause(ctx context.Context) bool {
+	w.next = min(max(2*w.next, firstUnavailablePause), maxUnavailablePause)
+	if by, ok := conn.ReplyDeadline(ctx); ok && time.Until(by) <= w.next {
+		return false
+	}
+	if pause(ctx, w.next) != nil {
+		return false
+	}
+	w.total += w.next
+	return true
+}
+
+func (w *unavailableWait) waited() time.Duration { return w.total }
 
 // pause waits d, or until ctx ends, whose error it then returns.
 func pause(ctx context.Context, d time.Duration) error {

@@ -4,7 +4,11 @@
 // address of the primary serving it; the routing of each call by its key's
 // [Slot]; the following of MOVED replies (the map is refreshed, the batch
 // sent again to the slot's new primary) and ASK replies (the batch sent
-// once, after ASKING, to the node importing the slot); and one
+// once, after ASKING, to the node importing the slot); the waits through
+// a reshard or a failover, whose replies say that a command did not run
+// (TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN, READONLY: the batch is sent
+// again, paced, for as long as the caller's context allows; see
+// [RefusedForNow]); and one
 // conn.Client per node, made when first used and closed by [Client.Close],
 // so that every rule conn keeps on the wire holds per node: a batch given
 // to [Client.DoMulti] leaves in one write to one node, on every attempt.

@@ -28,7 +28,3 @@ func ParseTopology(v resp.Value, from string, slots bool) error {
 	_, err = newTopology(ranges)
 	return err
 }
-
-// TryAgainPause is the pause before the first retry of a batch answered
-// TRYAGAIN.
-const TryAgainPause = tryAgainPause

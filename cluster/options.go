@@ -47,7 +47,8 @@ func WithRefreshInterval(d time.Duration) Option {
 // reached, so that a call sends its batch at most 1+n times. When the
 // bound is reached, the call fails with an error matching
 // ErrTooManyRetries and the last redirect reply or connection error.
-// Default: 5; a negative n counts as 0.
+// The waits through a reshard or a failover (see DoMulti) count no retry:
+// the caller's context bounds them. Default: 5; a negative n counts as 0.
 func WithMaxRetries(n int) Option {
 	return func(o *options) { o.maxRetries = max(n, 0) }
 }

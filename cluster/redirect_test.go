@@ -1,6 +1,7 @@
 package cluster_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -306,46 +307,69 @@ func TestHandshakeRefusalIsNotRetried(t *testing.T) {
 	require.NotErrorIs(t, err, cluster.ErrTooManyRetries)
 }
 
-// TestTryAgainIsSentAgainAfterAPause: a node that answers TRYAGAIN (a
-// multi-key command whose keys a migration has split) ran nothing, so the
-// batch goes again, to the same node, after a pause, until it runs or the
-// retries run out.
-func TestTryAgainIsSentAgainAfterAPause(t *testing.T) {
-	for _, tt := range []struct {
-		name      string
-		refusals  int32
-		wantErr   bool
-		wantCalls int
-	}{
-		{"runs on the third try", 2, false, 3},
-		{"refused past the retries", 100, true, 3},
+// TestRefusedForNowIsSentAgain: TRYAGAIN (a multi-key command whose keys
+// a migration has split), CLUSTERDOWN (a failover under way), LOADING,
+// MASTERDOWN and READONLY (a demoted primary) ran nothing, so the batch
+// goes again after a pause, for as long as the caller's context and
+// reply deadline allow, however many retries WithMaxRetries allows.
+func TestRefusedForNowIsSentAgain(t *testing.T) {
+	for _, refusal := range []string{
+		"TRYAGAIN Multiple keys request during rehashing of slot",
+		"CLUSTERDOWN The cluster is down",
+		"LOADING Redis is loading the dataset in memory",
+		"MASTERDOWN Link with MASTER is down and replica-serve-stale-data is set to 'no'.",
+		"READONLY You can't write against a read only replica.",
 	} {
-		t.Run(tt.name, func(t *testing.T) {
-			a := startNode(t)
-			var calls atomic.Int32
-			a.setScript(func(args []string) string {
-				switch {
-				case isCommand(args, "CLUSTER SHARDS"):
-					return allSlotsTo(t, a.Addr)
-				case isCommand(args, "PING"):
-					return "+PONG\r\n"
-				case calls.Add(1) <= tt.refusals:
-					return errReply("TRYAGAIN Multiple keys request during rehashing of slot")
+		prefix := resp.Prefix(strings.Fields(refusal)[0])
+		for _, tt := range []struct {
+			name     string
+			refusals int32
+			bound    func(context.Context) (context.Context, context.CancelFunc)
+			wantErr  error
+		}{
+			{"runs on the eighth try", 7, nil, nil},
+			{"refused until the reply deadline", 1 << 30, func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return conn.WithReplyDeadline(ctx, time.Now().Add(300*time.Millisecond)), func() {}
+			}, prefix},
+			{"refused until the context ends", 1 << 30, func(ctx context.Context) (context.Context, context.CancelFunc) {
+				return context.WithTimeout(ctx, 300*time.Millisecond)
+			}, context.DeadlineExceeded},
+		} {
+			t.Run(string(prefix)+"/"+tt.name, func(t *testing.T) {
+				a := startNode(t)
+				var calls atomic.Int32
+				a.setScript(func(args []string) string {
+					switch {
+					case isCommand(args, "CLUSTER SHARDS"):
+						return allSlotsTo(t, a.Addr)
+					case isCommand(args, "PING"):
+						return "+PONG\r\n"
+					case calls.Add(1) <= tt.refusals:
+						return errReply(refusal)
+					}
+					return bulk("ran")
+				})
+				c := newClient(t, []string{a.Addr}, cluster.WithMaxRetries(2))
+				ctx := testContext(t)
+				if tt.bound != nil {
+					var cancel context.CancelFunc
+					ctx, cancel = tt.bound(ctx)
+					defer cancel()
 				}
-				return bulk("ran")
+				start := time.Now()
+				replies, err := c.DoMulti(ctx, "k", []string{"PING"}, []string{"EVAL", "s", "2", "{k}a", "{k}b"})
+				if tt.wantErr == nil {
+					require.NoError(t, err)
+					require.Equal(t, "ran", replies[1].Str)
+					require.Equal(t, 8, int(calls.Load()))
+					return
+				}
+				require.ErrorIs(t, err, tt.wantErr)
+				require.ErrorIs(t, err, prefix, "the last refusal is in the error")
+				require.NotErrorIs(t, err, cluster.ErrTooManyRetries, "waits count no retry")
+				require.Less(t, time.Since(start), 300*time.Millisecond+time.Second, "no wait past the bound")
+				require.GreaterOrEqual(t, int(calls.Load()), 3)
 			})
-			c := newClient(t, []string{a.Addr}, cluster.WithMaxRetries(2))
-			start := time.Now()
-			replies, err := c.DoMulti(testContext(t), "k", []string{"PING"}, []string{"EVAL", "s", "2", "{k}a", "{k}b"})
-			if tt.wantErr {
-				require.ErrorIs(t, err, cluster.ErrTooManyRetries)
-				require.ErrorIs(t, err, resp.TryAgain)
-			} else {
-				require.NoError(t, err)
-				require.Equal(t, "ran", replies[1].Str)
-			}
-			require.Equal(t, tt.wantCalls, int(calls.Load()))
-			require.GreaterOrEqual(t, time.Since(start), 2*cluster.TryAgainPause, "paused before each retry")
-		})
+		}
 	}
 }

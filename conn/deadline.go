@@ -36,6 +36,14 @@ func (r *replyDeadlineCtx) Value(key any) any {
 	return r.Context.Value(key)
 }
 
+// ReplyDeadline returns the reply deadline that WithReplyDeadline put on
+// ctx, if any, for a layer above conn that waits between calls (a retry's
+// pause) and must end its waits by the same moment.
+func ReplyDeadline(ctx context.Context) (time.Time, bool) {
+	by := replyBy(ctx)
+	return by, !by.IsZero()
+}
+
 // replyBy is the reply deadline ctx carries, or the zero time.
 func replyBy(ctx context.Context) time.Time {
 	if r, ok := ctx.Value(replyDeadlineKey{}).(*replyDeadlineCtx); ok {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
@@ -438,15 +439,10 @@ func (c *claim) acquiredFast(start time.Time, v resp.Value, err error) (*Lease, 
 // notRun reports whether an error reply to the early attempt, which goes
 // straight to a connection, says the script did not run and can be sent
 // again: it is not loaded there, or, on a cluster, its slot has moved
-// (MOVED), is moving (ASK), or has keys on two nodes while it moves
-// (TRYAGAIN).
+// (MOVED), is moving (ASK), or the cluster cannot serve it now (see
+// cluster.RefusedForNow), which the cluster client waits out.
 func notRun(err error) bool {
-	for _, p := range []resp.Prefix{resp.NoScript, resp.Moved, resp.Ask, resp.TryAgain} {
-		if errors.Is(err, p) {
-			return true
-		}
-	}
-	return false
+	return errors.Is(err, resp.NoScript) || errors.Is(err, resp.Moved) || errors.Is(err, resp.Ask) || cluster.RefusedForNow(err)
 }
 
 // mayHaveRun reports whether a failed call may still have run on the

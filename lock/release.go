@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/internal/lockstate"
@@ -58,10 +59,12 @@ func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
 
 // decided reports whether err is the server's verdict on a release, which
 // sending it again would only repeat: the lock was not the owner's, the
-// state to write over was missing, or the server refused the script.
+// state to write over was missing, or the server refused the script. A
+// cluster's refusal for now (a failover or a reshard under way, see
+// cluster.RefusedForNow) is no verdict: the release may run later.
 func decided(err error) bool {
 	var uncertain *conn.UncertainError
-	if errors.As(err, &uncertain) {
+	if errors.As(err, &uncertain) || cluster.RefusedForNow(err) {
 		return false
 	}
 	return errors.Is(err, ErrNotHeld) || errors.Is(err, lockstate.ErrStateMissing) || isErrorReply(err)

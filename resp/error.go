@@ -87,6 +87,7 @@ const (
 	Loading     Prefix = "LOADING"
 	Busy        Prefix = "BUSY"
 	ReadOnly    Prefix = "READONLY"
+	MasterDown  Prefix = "MASTERDOWN"
 	OOM         Prefix = "OOM"
 	ExecAbort   Prefix = "EXECABORT"
 )
