@@ -35,11 +35,25 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 	}
 	defer func() { fl.w.Close() }()
 	ls, queuedAfter, replies, err := c.fairAttempt(ctx, fl, cmds, 0)
-	if ls != nil || err != nil {
-		return ls, replies, err
-	}
 	var timer *time.Timer
 	for {
+		if ls != nil || err != nil {
+			return ls, replies, err
+		}
+		if l.nodes.stale(fl.sub, c.names.lock) {
+			// The key's slot moved, and the attempt that found it out
+			// queued with the channel of the old node, where hand-offs
+			// are no longer published: a release now would pass this
+			// waiter over. Listen on the new node and renew the place
+			// with its channel at once, not at the next renewal.
+			fl.w.Close()
+			if fl, err = c.listenFair(ctx); err != nil {
+				c.releaseInBackground()
+				return nil, nil, err
+			}
+			ls, _, replies, err = c.fairAttempt(ctx, fl, cmds, queuedAfter)
+			continue
+		}
 		if timer == nil {
 			timer = time.NewTimer(l.opts.QueueLease / 3)
 			defer timer.Stop()
@@ -49,8 +63,9 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 		var withCmds [][]string
 		select {
 		case <-fl.w.Wake():
-			// An offer (or a reconnect, after which one may have been
-			// missed): confirm it, with the commands.
+			// An offer (or a reconnect, or the slot leaving the node,
+			// after which one may have been missed): confirm it, with
+			// the commands.
 			withCmds = cmds
 		case <-timer.C:
 		case <-ctx.Done():
@@ -62,19 +77,8 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			c.releaseInBackground()
 			return nil, nil, c.errorf("wait", ErrClosed)
 		}
-		if l.nodes.stale(fl.sub, c.names.lock) {
-			// The key's slot moved: hand-offs are published on the new
-			// node. Listen there; the attempt below tells the queue.
-			fl.w.Close()
-			if fl, err = c.listenFair(ctx); err != nil {
-				c.releaseInBackground()
-				return nil, nil, err
-			}
-		}
-		ls, seen, replies, err := c.fairAttempt(ctx, fl, withCmds, queuedAfter)
-		if ls != nil || err != nil {
-			return ls, replies, err
-		}
+		var seen uint64
+		ls, seen, replies, err = c.fairAttempt(ctx, fl, withCmds, queuedAfter)
 		if queuedAfter == 0 {
 			queuedAfter = seen
 		}
