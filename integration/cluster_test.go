@@ -54,8 +54,11 @@ type clusterUnderTest interface {
 	// (CLUSTER SETSLOT IMPORTING and MIGRATING, MIGRATE in batches, then
 	// SETSLOT NODE everywhere), and returns once every live node says to
 	// serves it. Clients may go on using the slot's keys meanwhile; they
-	// meet ASK, TRYAGAIN and then MOVED.
-	MigrateSlot(t testing.TB, slot int, to clusterNode)
+	// meet ASK, TRYAGAIN and then MOVED. The slot stays open (importing
+	// and migrating) for open before its keys move, as a reshard of a
+	// slot with many keys leaves it: TRYAGAIN all that time to a script
+	// whose keys are partly there.
+	MigrateSlot(t testing.TB, slot int, to clusterNode, open time.Duration)
 	// WaitHealthy waits until the cluster has settled, as
 	// redisproc.Cluster.WaitHealthy says: every live node says
 	// cluster_state:ok and holds no live node to be failing, every slot
@@ -118,9 +121,9 @@ func (p *processCluster) Restart(t testing.TB, n clusterNode) {
 	p.node(t, n).Restart(t)
 }
 
-func (p *processCluster) MigrateSlot(t testing.TB, slot int, to clusterNode) {
+func (p *processCluster) MigrateSlot(t testing.TB, slot int, to clusterNode, open time.Duration) {
 	t.Helper()
-	p.c.MigrateSlot(t, slot, p.node(t, to).Server)
+	p.c.MigrateSlotSlowly(t, slot, p.node(t, to).Server, open)
 }
 
 func (p *processCluster) WaitHealthy(t testing.TB, timeout time.Duration) {

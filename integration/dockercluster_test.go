@@ -220,10 +220,10 @@ func (c *dockerCluster) Restart(t testing.TB, n clusterNode) {
 // MigrateSlot has the source's MIGRATE send the keys to the target's
 // Addr: its address on the network, where the containers reach each
 // other too.
-func (c *dockerCluster) MigrateSlot(t testing.TB, slot int, to clusterNode) {
+func (c *dockerCluster) MigrateSlot(t testing.TB, slot int, to clusterNode, open time.Duration) {
 	t.Helper()
 	i := slices.Index(c.nodes, c.node(t, to))
-	if err := redisproc.MigrateClusterSlot(c.members, slot, i); err != nil {
+	if err := redisproc.MigrateClusterSlot(c.members, slot, i, open); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -17,6 +17,9 @@ const (
 	migrateAfter  = 2 * time.Second
 	// migratedTokens is how many tokens' slots move.
 	migratedTokens = 2
+	// migrateOpen is how long each slot stays open before its keys move,
+	// in the first round of migrations.
+	migrateOpen = 1500 * time.Millisecond
 )
 
 // TestASlotMigratedDuringContention moves the slots of two contended
@@ -24,7 +27,8 @@ const (
 // spread over a cluster of three primaries, in both modes: each slot, in
 // turn with the other's, goes to each of the other two primaries and back
 // home, its keys (the lock, its fence, the fair queue, the state) moved by
-// MIGRATE while calls go on, which meet ASK, TRYAGAIN and MOVED, and
+// MIGRATE while calls go on, which meet ASK, TRYAGAIN and MOVED (TRYAGAIN
+// for 1.5s in the first round, whose slots stay open that long), and
 // waiters listen on each new node. Every migration is a fault in the
 // history. The history must pass every check: counts linearizable, no
 // two leases held at once, fencing tokens increasing; and Modify calls on
@@ -55,9 +59,16 @@ func slotsMigrated(t *testing.T, c clusterUnderTest, m mix) {
 				}
 				home := indexOf(t, primaries, owners[moved[i]])
 				to := primaries[(home+round)%len(primaries)]
+				// The first round leaves each slot open for a while
+				// before its keys move, as a reshard of a slot with
+				// many keys does: TRYAGAIN meanwhile.
+				open := time.Duration(0)
+				if round == 1 {
+					open = migrateOpen
+				}
 				begun := now()
 				rec.add(event{Kind: kindFault, Fault: "migration", Time: begun})
-				c.MigrateSlot(t, slot, to)
+				c.MigrateSlot(t, slot, to, open)
 				took = append(took, time.Duration(now()-begun))
 			}
 		}

@@ -91,14 +91,14 @@ func testMigrateClusterSlot(t *testing.T, c *redisproc.Cluster) {
 		return do(t, s, "CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)).Int
 	}
 
-	require.NoError(t, redisproc.MigrateClusterSlot(members, slot, to))
+	require.NoError(t, redisproc.MigrateClusterSlot(members, slot, to, 0))
 	got, err := c.Primary(slot)
 	require.NoError(t, err)
 	require.Same(t, nodes[to], got, "the cluster's own Primary agrees")
 	require.Equal(t, int64(keys), countKeys(nodes[to]))
 	require.Zero(t, countKeys(from))
 	movedTo(t, do(t, from, "GET", tag+":7"), slot, nodes[to].Addr)
-	require.NoError(t, redisproc.MigrateClusterSlot(members, slot, to), "to where it is already")
+	require.NoError(t, redisproc.MigrateClusterSlot(members, slot, to, 0), "to where it is already")
 
 	noID := slices.Clone(members)
 	noID[home].ID = ""
@@ -121,7 +121,7 @@ func testMigrateClusterSlot(t *testing.T, c *redisproc.Cluster) {
 		{"a replica", members, slot, replica, "is a replica"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			require.ErrorContains(t, redisproc.MigrateClusterSlot(tt.members, tt.slot, tt.to), tt.want)
+			require.ErrorContains(t, redisproc.MigrateClusterSlot(tt.members, tt.slot, tt.to, 0), tt.want)
 			got, err := c.Primary(slot)
 			require.NoError(t, err)
 			require.Same(t, nodes[to], got, "the slot stayed")

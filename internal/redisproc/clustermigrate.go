@@ -32,20 +32,33 @@ const (
 // returns its error and leaves the slot as that step found it, possibly
 // still importing and migrating.
 func (c *Cluster) MigrateSlot(slot int, to *Server) error {
-	if err := migrateMembers(c.members, slot, c.index(to)); err != nil {
+	if err := migrateMembers(c.members, slot, c.index(to), 0); err != nil {
 		return fmt.Errorf("redisproc: MigrateSlot %d to %s: %w", slot, to.Addr, err)
 	}
 	return nil
 }
 
-// MigrateClusterSlot is Cluster.MigrateSlot for any cluster: it moves slot,
-// with its keys, to members[to], a primary, by the same steps, and returns
+// MigrateSlotSlowly is MigrateSlot with the slot left open (importing on
+// to, migrating on its primary) for open before its keys move, as a
+// reshard of a slot with many keys leaves it while MIGRATE works through
+// them: meanwhile the source answers TRYAGAIN to a command on several of
+// the slot's keys of which some exist there and some do not.
+func (c *Cluster) MigrateSlotSlowly(slot int, to *Server, open time.Duration) error {
+	if err := migrateMembers(c.members, slot, c.index(to), open); err != nil {
+		return fmt.Errorf("redisproc: MigrateSlotSlowly %d to %s: %w", slot, to.Addr, err)
+	}
+	return nil
+}
+
+// MigrateClusterSlot is Cluster.MigrateSlotSlowly for any cluster: it
+// moves slot, with its keys, to members[to], a primary, by the same steps,
+// leaving the slot open for open before the keys move, and returns
 // once every live member says members[to] serves it. The members must
 // carry their IDs, as FormCluster leaves them, and each one's Addr must be
 // where the others reach it too: the source's MIGRATE connects to the
 // target's Addr, and the target's Password, if any, is sent with it.
-func MigrateClusterSlot(members []ClusterMember, slot int, to int) error {
-	if err := migrateMembers(members, slot, to); err != nil {
+func MigrateClusterSlot(members []ClusterMember, slot int, to int, open time.Duration) error {
+	if err := migrateMembers(members, slot, to, open); err != nil {
 		target := fmt.Sprintf("member %d", to)
 		if to >= 0 && to < len(members) {
 			target = members[to].Addr
@@ -55,9 +68,9 @@ func MigrateClusterSlot(members []ClusterMember, slot int, to int) error {
 	return nil
 }
 
-// migrateMembers moves slot to members[i]; an i out of range is not a
-// node of the cluster.
-func migrateMembers(members []ClusterMember, slot, i int) error {
+// migrateMembers moves slot to members[i], leaving it open for open before
+// the keys move; an i out of range is not a node of the cluster.
+func migrateMembers(members []ClusterMember, slot, i int, open time.Duration) error {
 	switch {
 	case slot < 0 || slot >= clusterSlots:
 		return fmt.Errorf("slot %d is not in 0-%d", slot, clusterSlots-1)
@@ -97,6 +110,7 @@ func migrateMembers(members []ClusterMember, slot, i int) error {
 	if _, err := from.call("CLUSTER", "SETSLOT", slotArg, "MIGRATING", to.ID); err != nil {
 		return err
 	}
+	time.Sleep(open)
 	if err := migrateKeys(from, to, slotArg); err != nil {
 		return err
 	}

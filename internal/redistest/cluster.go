@@ -92,3 +92,14 @@ func (c *Cluster) MigrateSlot(t testing.TB, slot int, to *Server) {
 		t.Fatal(err)
 	}
 }
+
+// MigrateSlotSlowly is redisproc's Cluster.MigrateSlotSlowly: it moves
+// slot and its keys to the primary to, leaving the slot open for open
+// first. It calls t.Fatal if a step fails, so it must run on the test's
+// goroutine.
+func (c *Cluster) MigrateSlotSlowly(t testing.TB, slot int, to *Server, open time.Duration) {
+	t.Helper()
+	if err := c.Cluster.MigrateSlotSlowly(slot, to.Server, open); err != nil {
+		t.Fatal(err)
+	}
+}
