@@ -169,7 +169,13 @@
 //
 // Redis Cluster. Open with a redis+cluster:// URL makes a Locker on a
 // cluster: each lock lives in one slot (its hash tag), and its scripts go
-// to the primary that serves that slot, following MOVED, ASK and TRYAGAIN.
+// to the primary that serves that slot, following MOVED and ASK. Through a
+// reshard or a failover the cluster answers that it cannot serve a
+// command now (TRYAGAIN while a slot is open for migration, CLUSTERDOWN
+// on every node while a primary is replaced): a Lock waits through it
+// for as long as its context allows, and a release or write-back is sent
+// again within the release timeout, so neither strands a lock for its
+// TTL.
 // Keyspace events are published on the key's own node, so each primary
 // that holds a watched lock gets a Subscriber of its own. On Redis 7
 // nodes, hand-offs and requests go by SPUBLISH on shard channels in the
@@ -178,7 +184,9 @@
 // PUBLISH would be sent to every node of the cluster. A slot that moves
 // while waiters sleep is found at their next attempt, a second later at
 // most, and they listen on the new node; a shard channel whose slot
-// leaves a node is ended by the server, which wakes its waiters at once.
+// leaves a node is ended by the server, which wakes its waiters at once,
+// and a fair waiter woken so renews its place with the new node's
+// channel at once, so that no release passes it over.
 // Replication to a primary's replicas is asynchronous: a failover can lose
 // a lock, unless WithReplicaAck makes every acquire wait for replicas.
 // Fencing tokens keep increasing across a failover as long as the clocks
