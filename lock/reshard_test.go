@@ -31,6 +31,23 @@ func lockInBackground(ctx context.Context, l *lock.Locker, key string) <-chan ou
 	return got
 }
 
+// holderAndWaiter has one Locker on c take key's lock (TTL 20s) and
+// another wait for it (a 20s context), and returns once the waiter has
+// asked: the holder's lease, what the waiter's Lock comes to, and the
+// primary that serves key now.
+func holderAndWaiter(t *testing.T, c *redistest.Cluster, mode, key string) (*lock.Lease, <-chan outcome, *redistest.Server) {
+	t.Helper()
+	home := c.Primary(t, cluster.Slot("baton:{"+key+"}"))
+	lockers := openOnCluster(t, c, 2, modeOptions(mode, lock.WithTTL(20*time.Second))...)
+	held, err := lockers[0].Lock(context.Background(), key)
+	require.NoError(t, err)
+	waitCtx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	got := lockInBackground(waitCtx, lockers[1], key)
+	waitForRequest(t, home, mode, key)
+	return held, got, home
+}
+
 // otherPrimary returns a primary of c other than the one serving slot.
 func otherPrimary(t *testing.T, c *redistest.Cluster, slot int) *redistest.Server {
 	t.Helper()
@@ -59,14 +76,8 @@ func TestALongReshardStrandsNoLock(t *testing.T) {
 			ctx := context.Background()
 			key := "reshard-" + mode
 			slot := cluster.Slot("baton:{" + key + "}")
-			from, to := c.Primary(t, slot), otherPrimary(t, c, slot)
-			lockers := openOnCluster(t, c, 2, modeOptions(mode, lock.WithTTL(20*time.Second))...)
-			held, err := lockers[0].Lock(ctx, key)
-			require.NoError(t, err)
-			waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			got := lockInBackground(waitCtx, lockers[1], key)
-			waitForRequest(t, from, mode, key)
+			held, got, _ := holderAndWaiter(t, c, mode, key)
+			to := otherPrimary(t, c, slot)
 
 			released := make(chan error, 1)
 			go func() {
@@ -100,14 +111,7 @@ func TestAFailoverElsewhereStrandsNoLock(t *testing.T) {
 			c := redistest.StartCluster(t, 3, 1)
 			key := "failover-" + mode
 			slot := cluster.Slot("baton:{" + key + "}")
-			home := c.Primary(t, slot)
-			lockers := openOnCluster(t, c, 2, modeOptions(mode, lock.WithTTL(20*time.Second))...)
-			held, err := lockers[0].Lock(ctx, key)
-			require.NoError(t, err)
-			waitCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
-			defer cancel()
-			got := lockInBackground(waitCtx, lockers[1], key)
-			waitForRequest(t, home, mode, key)
+			held, got, home := holderAndWaiter(t, c, mode, key)
 
 			victim := otherPrimary(t, c, slot)
 			killed := time.Now()
