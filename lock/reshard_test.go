@@ -175,3 +175,41 @@ func TestFairOrderSurvivesAMovedSlot(t *testing.T) {
 	require.NoError(t, r.err)
 	require.NoError(t, r.lease.Unlock(ctx))
 }
+
+// TestAManualFailoverStrandsNoLock: CLUSTER FAILOVER on the replica of a
+// lock's primary, as an operator does before maintenance. The old
+// primary holds its clients' writes until the replica has caught up and
+// taken over, then answers MOVED; an Unlock sent meanwhile completes on
+// the new primary, the waiter gets the lock then, and its fencing token
+// is above the holder's.
+func TestAManualFailoverStrandsNoLock(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			ctx := context.Background()
+			c := redistest.StartCluster(t, 3, 1)
+			key := "manual-" + mode
+			held, got, home := holderAndWaiter(t, c, mode, key)
+			var replica *redistest.Server
+			for i, n := range c.Nodes()[:3] {
+				if n.Addr == home.Addr {
+					replica = c.Nodes()[3+i]
+				}
+			}
+			require.Equal(t, "OK", replica.Do(t, "CLUSTER", "FAILOVER").Str)
+			released := make(chan error, 1)
+			go func() { released <- held.Unlock(ctx) }()
+			redistest.Eventually(t, func() bool {
+				return replica.Do(t, "ROLE").Elems[0].Str == "master"
+			}, 15*time.Second, 5*time.Millisecond, "the replica never took over")
+			promoted := time.Now()
+			require.NoError(t, <-released, "the Unlock sent during the failover")
+			r := <-got
+			require.NoError(t, r.err, "the Lock waiting through the failover")
+			t.Logf("%s: the waiter had the lock %v after the replica said it had taken over",
+				mode, r.at.Sub(promoted).Round(time.Millisecond))
+			require.Less(t, r.at.Sub(promoted), 5*time.Second, "the waiter was not left to the holder's TTL (20s)")
+			require.Greater(t, r.lease.Token(), held.Token())
+			require.NoError(t, r.lease.Unlock(ctx))
+		})
+	}
+}
