@@ -25,7 +25,8 @@ test: lint need-redis
 	$(GO) test -race -count=1 -short ./integration
 
 # The whole integration suite, with a five-minute soak and five minutes of
-# the randomized checker (ARGS="-chaos.time 30m" for longer), against containers
+# the randomized checker on one server and five on a cluster
+# (ARGS="-chaos.time 30m" for longer), against containers
 # of a local image where Docker answers (BATON_REDIS_IMAGE names it;
 # BATON_REDIS_IMAGES=a,b runs the suite once per image), else against a
 # redis-server from PATH. ARGS go to the test binary, for example

@@ -17,6 +17,7 @@ import (
 // Dir/Proc.chaos. The test's own process and each worker get one.
 type chaosPlan struct {
 	Addr   string       `json:"addr"`
+	Ack    bool         `json:"ack"` // WithReplicaAck(1, ackTimeout): a cluster's failovers lose nothing
 	Fair   bool         `json:"fair"`
 	Keys   []string     `json:"keys"`
 	Actors []chaosActor `json:"actors"`
@@ -178,6 +179,9 @@ func (p *chaosProc) lockOptions(ttl time.Duration) []lock.Option {
 	opts := []lock.Option{lock.WithTTL(ttl)}
 	if p.plan.Fair {
 		opts = append(opts, lock.WithFair())
+	}
+	if p.plan.Ack {
+		opts = append(opts, lock.WithReplicaAck(1, ackTimeout))
 	}
 	return opts
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/batonlock/baton/resp"
@@ -26,9 +27,12 @@ var chaosFaults = []weighted[string]{
 // faulter injects random faults into the server at addr, from admin
 // connections of its own, recording each.
 type faulter struct {
-	addr string
-	rng  *rand.Rand
-	rec  *chaosRecorder
+	t      *testing.T // the faults of a cluster fail it; run is called on its goroutine
+	target chaosTarget
+	keys   []string // the round's
+	addr   string   // the node the fault being injected strikes
+	rng    *rand.Rand
+	rec    *chaosRecorder
 	// psub is the PSUBSCRIBE * connection while one is kept, and
 	// draining the goroutine that reads it.
 	psub     net.Conn
@@ -49,14 +53,27 @@ func (f *faulter) run(until time.Time) {
 		if f.psub != nil && time.Now().After(f.psubEnd) {
 			f.endPsub()
 		}
-		f.inject(pick(f.rng, chaosFaults...))
+		faults := chaosFaults
+		if f.target.cluster != nil {
+			faults = append(append([]weighted[string](nil), chaosFaults...), chaosClusterFaults...)
+		}
+		f.inject(pick(f.rng, faults...))
 	}
 }
 
 func (f *faulter) inject(kind string) {
 	r := chaosRecord{Kind: recFault, ID: f.rec.newID("fault"), Call: now(), Note: kind}
+	nodes := f.target.nodes()
+	f.addr = nodes[f.rng.IntN(len(nodes))]
+	if len(nodes) > 1 {
+		r.Note += " on " + f.addr
+	}
 	var err error
 	switch kind {
+	case "reshard":
+		r.Note = kind + " " + f.reshard(f.rng)
+	case "failover":
+		r.Note = kind + " " + f.failover(f.rng)
 	case "kill-normal":
 		_, err = doAt(f.addr, "CLIENT", "KILL", "TYPE", "normal")
 	case "kill-addr":

@@ -76,7 +76,39 @@ func TestChaos(t *testing.T) {
 				name = "fair"
 			}
 			t.Run(name, func(t *testing.T) {
-				chaosVariant(t, b, chaosRun{seed: seed, variant: uint64(vi), fair: fair, budget: total / 2, total: total})
+				target := serverTarget(b.start(t, spec{}).Addr())
+				chaosVariant(t, target, chaosRun{seed: seed, variant: uint64(vi), fair: fair, budget: total / 2, total: total})
+			})
+		}
+	})
+}
+
+// TestChaosOnACluster is TestChaos on a Redis Cluster of three primaries,
+// each with a replica, whose faults add, to those of one server (each on
+// a node picked at random), a reshard of a round key's slot that leaves
+// it open up to 1.5s, and a failover of a round key's primary. Its
+// Lockers acknowledge every write on a replica (WithReplicaAck), so that a
+// failover loses nothing and every check holds. It runs in make
+// integration, not under -short.
+func TestChaosOnACluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("make integration runs it")
+	}
+	seed := *chaosSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	total := chaosDuration()
+	t.Logf("chaos: seed %d, %v in all", seed, total)
+	forEachBackend(t, func(t *testing.T, b *backend) {
+		for vi, fair := range []bool{false, true} {
+			name := "fast"
+			if fair {
+				name = "fair"
+			}
+			t.Run(name, func(t *testing.T) {
+				target := clusterTarget(t, b.startCluster(t, 3, 1))
+				chaosVariant(t, target, chaosRun{seed: seed, variant: uint64(2 + vi), fair: fair, budget: total / 2, total: total})
 			})
 		}
 	})
@@ -91,8 +123,7 @@ type chaosRun struct {
 	total   time.Duration // for the rerun command
 }
 
-func chaosVariant(t *testing.T, b *backend, run chaosRun) {
-	srv := b.start(t, spec{})
+func chaosVariant(t *testing.T, target chaosTarget, run chaosRun) {
 	began := time.Now()
 	end := began.Add(run.budget)
 	rounds := 0
@@ -102,7 +133,7 @@ func chaosVariant(t *testing.T, b *backend, run chaosRun) {
 			break
 		}
 		rounds++
-		if !chaosRound1(t, srv.Addr(), run, r, plan) {
+		if !chaosRound1(t, target, run, r, plan) {
 			t.Errorf("chaos: seed %d, round %d failed, %v after the first round began; run it again with:\n  %s",
 				run.seed, r, time.Since(began).Round(time.Second), rerunCommand(t, run, r))
 			if !*chaosOn {
@@ -141,7 +172,7 @@ func chaosRoundPlan(run chaosRun, round int) roundPlan {
 
 // chaosRound1 runs one round and checks it, logging what it found; it
 // reports whether the round passed.
-func chaosRound1(t *testing.T, addr string, run chaosRun, round int, plan roundPlan) bool {
+func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan roundPlan) bool {
 	dir := t.TempDir()
 	prefix := fmt.Sprintf("chaos%d-r%d-", run.variant, round)
 	var keys []string
@@ -152,7 +183,7 @@ func chaosRound1(t *testing.T, addr string, run chaosRun, round int, plan roundP
 	// The wall clock less the shared clock, to date fencing tokens.
 	wallOffset := time.Now().UnixNano() - now()
 	procPlan := func(proc string, actors []chaosActor, i uint64) chaosPlan {
-		return chaosPlan{Addr: addr, Fair: run.fair, Keys: keys, Actors: actors, Seed: seedFor(run.seed, run.variant, uint64(round), i),
+		return chaosPlan{Addr: target.addr, Ack: target.cluster != nil, Fair: run.fair, Keys: keys, Actors: actors, Seed: seedFor(run.seed, run.variant, uint64(round), i),
 			Until: until.UnixNano(), Dir: dir, Proc: proc}
 	}
 	t.Logf("round %d: %v, actors %v", round, plan.length, plan.actors)
@@ -171,7 +202,7 @@ func chaosRound1(t *testing.T, addr string, run chaosRun, round int, plan roundP
 	ran := make(chan error, 1)
 	go func() { ran <- p.run(runCtx) }()
 
-	f := &faulter{addr: addr, rng: newRand(run.seed, run.variant, uint64(round), 99), rec: faultRec}
+	f := &faulter{t: t, target: target, keys: keys, rng: newRand(run.seed, run.variant, uint64(round), 99), rec: faultRec}
 	f.run(until)
 	select {
 	case err := <-ran:
@@ -183,11 +214,13 @@ func chaosRound1(t *testing.T, addr string, run chaosRun, round int, plan roundP
 	for _, w := range workers {
 		require.NoError(t, w.wait(2*time.Minute))
 	}
-	_, _ = doAt(addr, "CLIENT", "UNPAUSE")
+	for _, node := range target.nodes() {
+		_, _ = doAt(node, "CLIENT", "UNPAUSE")
+	}
 	require.NoError(t, faultRec.close())
 
-	leftovers := serverLeftovers(addr, keys, run.fair)
-	reads := readChaosCounts(t, addr, keys)
+	leftovers := serverLeftovers(target.at, keys, run.fair)
+	reads := readChaosCounts(t, target.at, keys)
 	recs, err := readChaosHistory(dir)
 	require.NoError(t, err)
 	v := checkChaos(recs, reads)
@@ -232,7 +265,7 @@ func chaosRound1(t *testing.T, addr string, run chaosRun, round int, plan roundP
 // that gave up is held for the hand-off window, 500ms, at most), no fair
 // queue may be left once a queue lease (3s) has passed, and every key
 // must have a TTL.
-func serverLeftovers(addr string, keys []string, fair bool) []chaosFinding {
+func serverLeftovers(at func(key string) string, keys []string, fair bool) []chaosFinding {
 	var found []chaosFinding
 	wait := func(d time.Duration, gone func() bool) bool {
 		deadline := time.Now().Add(d)
@@ -246,31 +279,31 @@ func serverLeftovers(addr string, keys []string, fair bool) []chaosFinding {
 	}
 	for _, key := range keys {
 		lockKey := "baton:{" + key + "}"
-		if !wait(1500*time.Millisecond, func() bool { v, err := doAt(addr, "EXISTS", lockKey); return err == nil && v.Int == 0 }) {
-			ttl, _ := doAt(addr, "PTTL", lockKey)
-			fence, _ := doAt(addr, "GET", lockKey+":fence")
+		if !wait(1500*time.Millisecond, func() bool { v, err := doAt(at(key), "EXISTS", lockKey); return err == nil && v.Int == 0 }) {
+			ttl, _ := doAt(at(key), "PTTL", lockKey)
+			fence, _ := doAt(at(key), "GET", lockKey+":fence")
 			f := chaosFinding{kind: findLeftHeld, key: key, what: fmt.Sprintf(
 				"%s is still held 1.5s after every Locker's Close returned, for %dms more (fence %s)", lockKey, ttl.Int, fence.Str)}
 			f.fence, _ = strconv.ParseUint(fence.Str, 10, 64)
 			found = append(found, f)
 		}
 		if fair && !wait(5*time.Second, func() bool {
-			v, err := doAt(addr, "EXISTS", lockKey+":queue", lockKey+":waiters")
+			v, err := doAt(at(key), "EXISTS", lockKey+":queue", lockKey+":waiters")
 			return err == nil && v.Int == 0
 		}) {
-			q, _ := doAt(addr, "ZCARD", lockKey+":queue")
-			w, _ := doAt(addr, "HLEN", lockKey+":waiters")
+			q, _ := doAt(at(key), "ZCARD", lockKey+":queue")
+			w, _ := doAt(at(key), "HLEN", lockKey+":waiters")
 			found = append(found, chaosFinding{kind: findQueueLeft, key: key, what: fmt.Sprintf(
 				"%s's queue is still there 5s after every Locker's Close returned: %d queued, %d waiters", lockKey, q.Int, w.Int)})
 		}
 	}
 	for _, key := range keys {
-		v, err := doAt(addr, "KEYS", "baton:{"+key+"}*")
+		v, err := doAt(at(key), "KEYS", "baton:{"+key+"}*")
 		if err != nil {
 			continue
 		}
 		for _, k := range v.Elems {
-			if ttl, err := doAt(addr, "PTTL", k.Str); err == nil && ttl.Int == -1 {
+			if ttl, err := doAt(at(key), "PTTL", k.Str); err == nil && ttl.Int == -1 {
 				found = append(found, chaosFinding{kind: findNoTTL, key: key, what: fmt.Sprintf("%s has no TTL", k.Str)})
 			}
 		}
@@ -279,11 +312,11 @@ func serverLeftovers(addr string, keys []string, fair bool) []chaosFinding {
 }
 
 // readChaosCounts reads every key's count once the round is over.
-func readChaosCounts(t *testing.T, addr string, keys []string) []modifyOp {
+func readChaosCounts(t *testing.T, at func(key string) string, keys []string) []modifyOp {
 	var reads []modifyOp
 	for _, key := range keys {
 		call := now()
-		v, err := doAt(addr, "GET", "baton:{"+key+"}:state")
+		v, err := doAt(at(key), "GET", "baton:{"+key+"}:state")
 		require.NoError(t, err)
 		ret := now()
 		var c counter

@@ -90,7 +90,13 @@
 // rounds follow from one seed: a failure prints it, the history around
 // each violation, and the command that runs the failed round again
 // (-chaos.seed, -chaos.time, -chaos.round; -chaos.on runs on after a
-// failure).
+// failure). TestChaosOnACluster (not under -short) runs the same rounds
+// on a cluster of three primaries with a replica each, with Lockers that
+// wait for a replica's acknowledgement (WithReplicaAck), and adds two
+// faults: a reshard of a round key's slot that leaves it open up to 1.5s
+// (TRYAGAIN meanwhile), and a failover of a round key's primary (a
+// SIGKILL, the replica's promotion, the node's return); the other faults
+// strike a node picked at random.
 //
 //	make integration                               # the whole suite
 //	BATON_REDIS_IMAGE=valkey/valkey:8 make integration

@@ -1,0 +1,90 @@
+package integration_test
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+// chaosTarget is what a chaos round runs on: one server, or a Redis
+// Cluster, whose faults include a slow reshard and a failover.
+type chaosTarget struct {
+	addr string // what lock.Open takes
+	// at returns the address of the node that serves key's lock now.
+	at func(key string) string
+	// nodes returns the address of every live node.
+	nodes   func() []string
+	cluster clusterUnderTest // nil on one server
+}
+
+func serverTarget(addr string) chaosTarget {
+	return chaosTarget{
+		addr:  addr,
+		at:    func(string) string { return addr },
+		nodes: func() []string { return []string{addr} },
+	}
+}
+
+// clusterTarget is a chaos target on c, whose methods that take t must
+// run on the test's goroutine: the faulter's does.
+func clusterTarget(t *testing.T, c clusterUnderTest) chaosTarget {
+	return chaosTarget{
+		addr: c.URL(),
+		at:   func(key string) string { return c.Primary(t, tokenSlot(key)).Addr() },
+		nodes: func() []string {
+			var addrs []string
+			for _, n := range c.Nodes() {
+				if _, err := doAt(n.Addr(), "PING"); err == nil {
+					addrs = append(addrs, n.Addr())
+				}
+			}
+			return addrs
+		},
+		cluster: c,
+	}
+}
+
+// The faults a chaos round on a cluster adds, by weight, to those of one
+// server, which strike a node picked at random.
+var chaosClusterFaults = []weighted[string]{
+	{3, "reshard"},  // a round key's slot to another primary, left open up to 1.5s first
+	{1, "failover"}, // the primary of a round key's slot killed, its replica promoted, it back
+}
+
+// reshard moves the slot of one of keys to another primary, leaving it
+// open (TRYAGAIN to the scripts) for up to 1.5s before its keys move.
+func (f *faulter) reshard(rng *rand.Rand) string {
+	c := f.target.cluster
+	key := f.keys[rng.IntN(len(f.keys))]
+	slot := tokenSlot(key)
+	from := c.Primary(f.t, slot)
+	var others []clusterNode
+	for _, n := range c.Nodes() {
+		if n.Addr() != from.Addr() && isPrimary(n) {
+			others = append(others, n)
+		}
+	}
+	to := others[rng.IntN(len(others))]
+	open := time.Duration(rng.IntN(1500)) * time.Millisecond
+	c.MigrateSlot(f.t, slot, to, open)
+	return key + " to " + to.Addr() + ", open " + open.String()
+}
+
+// failover kills the primary of one of keys' slots, waits for its
+// replica to take over, and brings it back as that replica's replica.
+func (f *faulter) failover(rng *rand.Rand) string {
+	c := f.target.cluster
+	key := f.keys[rng.IntN(len(f.keys))]
+	victim := c.Primary(f.t, tokenSlot(key))
+	c.Kill(f.t, victim)
+	c.WaitHealthy(f.t, clusterSettle)
+	c.Restart(f.t, victim)
+	c.WaitHealthy(f.t, clusterSettle)
+	return key + "'s primary " + victim.Addr()
+}
+
+// isPrimary reports whether n says it is a primary.
+func isPrimary(n clusterNode) bool {
+	v, err := doAt(n.Addr(), "ROLE")
+	return err == nil && len(v.Elems) > 0 && v.Elems[0].Str == "master"
+}
