@@ -63,23 +63,8 @@ var chaosKinds = []chaosActor{
 // around each violation, and the command that runs the failed round
 // again.
 func TestChaos(t *testing.T) {
-	seed := *chaosSeed
-	if seed == 0 {
-		seed = uint64(time.Now().UnixNano())
-	}
-	total := chaosDuration()
-	t.Logf("chaos: seed %d, %v in all", seed, total)
-	forEachBackend(t, func(t *testing.T, b *backend) {
-		for vi, fair := range []bool{false, true} {
-			name := "fast"
-			if fair {
-				name = "fair"
-			}
-			t.Run(name, func(t *testing.T) {
-				target := serverTarget(b.start(t, spec{}).Addr())
-				chaosVariant(t, target, chaosRun{seed: seed, variant: uint64(vi), fair: fair, budget: total / 2, total: total})
-			})
-		}
+	chaosBothModes(t, 0, func(t *testing.T, b *backend) chaosTarget {
+		return serverTarget(b.start(t, spec{}).Addr())
 	})
 }
 
@@ -94,6 +79,16 @@ func TestChaosOnACluster(t *testing.T) {
 	if testing.Short() {
 		t.Skip("make integration runs it")
 	}
+	chaosBothModes(t, 2, func(t *testing.T, b *backend) chaosTarget {
+		return clusterTarget(t, b.startCluster(t, 3, 1))
+	})
+}
+
+// chaosBothModes runs a checker's rounds in fast mode, then in fair, on a
+// target that start makes on each backend, each with half the time. The
+// variants are firstVariant and the one after it: they name the rounds'
+// keys, and pick their seeds.
+func chaosBothModes(t *testing.T, firstVariant uint64, start func(t *testing.T, b *backend) chaosTarget) {
 	seed := *chaosSeed
 	if seed == 0 {
 		seed = uint64(time.Now().UnixNano())
@@ -107,8 +102,8 @@ func TestChaosOnACluster(t *testing.T) {
 				name = "fair"
 			}
 			t.Run(name, func(t *testing.T) {
-				target := clusterTarget(t, b.startCluster(t, 3, 1))
-				chaosVariant(t, target, chaosRun{seed: seed, variant: uint64(2 + vi), fair: fair, budget: total / 2, total: total})
+				run := chaosRun{seed: seed, variant: firstVariant + uint64(vi), fair: fair, budget: total / 2, total: total}
+				chaosVariant(t, start(t, b), run)
 			})
 		}
 	})
