@@ -69,3 +69,46 @@ func TestAnExtensionThatLandsAfterTheLeaseRanOutIsUndone(t *testing.T) {
 	redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 5*time.Second, time.Millisecond,
 		"the extension left the lock held for a minute after its lease ended")
 }
+
+// TestDoneRunsOutWhileCloseWaitsForCalls: Close first waits, up to the
+// release timeout, for the calls in progress, and only then releases the
+// leases still held. A lease whose deadline passes meanwhile must still
+// close Done at its deadline, whenever Done was first called: the lock's
+// TTL ends it in Redis, and another owner may take it.
+func TestDoneRunsOutWhileCloseWaitsForCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			const ttl = 300 * time.Millisecond
+			l, err := lock.Open(context.Background(), srv.Addr, modeOptions(mode, lock.WithTTL(ttl))...)
+			require.NoError(t, err)
+			ls := mustLock(t, l, "k-"+mode)
+			acquired := time.Now()
+			// A call stuck on the server, which Close waits for.
+			srv.Do(t, "CLIENT", "PAUSE", "2000", "WRITE")
+			defer srv.Do(t, "CLIENT", "UNPAUSE")
+			stuck := make(chan error, 1)
+			go func() {
+				_, err := l.TryLock(context.Background(), "other-"+mode)
+				stuck <- err
+			}()
+			time.Sleep(50 * time.Millisecond)
+			closed := make(chan error, 1)
+			go func() { closed <- l.Close() }()
+			// Close marks the Locker closed at once (every call's
+			// probe on the server would wait out the pause).
+			time.Sleep(50 * time.Millisecond)
+			require.ErrorIs(t, ls.Unlock(context.Background()), lock.ErrClosed, "Close has begun")
+
+			select {
+			case <-ls.Done():
+				t.Logf("%s: Done closed %v after the acquire (TTL %v)", mode, time.Since(acquired).Round(time.Millisecond), ttl)
+			case <-time.After(time.Until(acquired.Add(ttl + 500*time.Millisecond))):
+				t.Fatalf("Done still open %v after the acquire, with a TTL of %v", time.Since(acquired).Round(time.Millisecond), ttl)
+			}
+			srv.Do(t, "CLIENT", "UNPAUSE")
+			<-stuck
+			require.NoError(t, <-closed)
+		})
+	}
+}

@@ -93,14 +93,14 @@ func (ls *Lease) Done() <-chan struct{} {
 		close(ls.done)
 		return ls.done
 	}
-	l := ls.c.l
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.closed {
-		// Once Close has begun it releases the lease, which closes done.
-		l.background.Add(1)
-		ls.expiry = time.AfterFunc(time.Until(ls.deadline), ls.runOut)
-	}
+	// Armed even once Close has begun: Close releases the lease only
+	// after the calls in progress have returned, which may take up to the
+	// release timeout, and Done must not stay open past the deadline
+	// meanwhile. Close waits for the timer's goroutine only after it has
+	// ended every lease, which stops the timer, so this Add comes before
+	// that Wait.
+	ls.c.l.background.Add(1)
+	ls.expiry = time.AfterFunc(time.Until(ls.deadline), ls.runOut)
 	return ls.done
 }
 
