@@ -112,3 +112,25 @@ func TestDoneRunsOutWhileCloseWaitsForCalls(t *testing.T) {
 		})
 	}
 }
+
+// TestDoneAskedAfterTheDeadlineIsClosed: a lease whose deadline passed
+// before its Done was first asked for (a slow reply, a slow caller) finds
+// Done closed on return, not a moment later when a timer runs, and its
+// lock is released.
+func TestDoneAskedAfterTheDeadlineIsClosed(t *testing.T) {
+	srv := redistest.Start(t)
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			const ttl = 20 * time.Millisecond
+			l := open(t, srv, modeOptions(mode, lock.WithTTL(ttl))...)
+			ls := mustLock(t, l, "k-"+mode)
+			time.Sleep(2 * ttl)
+			select {
+			case <-ls.Done():
+			default:
+				t.Fatal("Done was open on return, past the deadline")
+			}
+			require.ErrorIs(t, ls.Unlock(context.Background()), lock.ErrNotHeld)
+		})
+	}
+}

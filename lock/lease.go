@@ -81,18 +81,30 @@ func (ls *Lease) Token() uint64 { return ls.token }
 // noticed by a timer of this process: a process starved of CPU may see
 // Done open a few milliseconds past the deadline, by which time another
 // owner may hold the lock. Guard writes that must not overlap with the
-// fencing token (Token).
+// fencing token (Token). A first call after the deadline has passed (a
+// reply that came late, a caller slow to ask) finds Done closed already.
 func (ls *Lease) Done() <-chan struct{} {
 	ls.mu.Lock()
-	defer ls.mu.Unlock()
 	if ls.done != nil {
+		defer ls.mu.Unlock()
 		return ls.done
 	}
 	ls.done = make(chan struct{})
 	if ls.state != held {
 		close(ls.done)
+		ls.mu.Unlock()
 		return ls.done
 	}
+	if !time.Now().Before(ls.deadline) {
+		// Run out before anyone asked: a timer would close done a
+		// moment after this returns, while the caller takes an open
+		// Done for a held lock.
+		ls.endLocked(lost)
+		ls.mu.Unlock()
+		ls.c.releaseInBackground()
+		return ls.done
+	}
+	defer ls.mu.Unlock()
 	// Armed even once Close has begun: Close releases the lease only
 	// after the calls in progress have returned, which may take up to the
 	// release timeout, and Done must not stay open past the deadline
