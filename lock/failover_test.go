@@ -2,12 +2,14 @@ package lock_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/cluster"
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 )
@@ -147,5 +149,118 @@ func TestAFailoverLosesAnUnacknowledgedLockOnly(t *testing.T) {
 		require.Greater(t, left, time.Second, "%s: while its first lease still runs", mode)
 		t.Logf("%s: a second owner took the unacknowledged lock with %v left on the first lease", mode, left.Round(time.Millisecond))
 		require.NoError(t, ls.Unlock(ctx))
+	}
+}
+
+// TestNoReleaseIsLostToAFailover: the primary of a lock's slot dies
+// around its release, and the release still frees the lock once the
+// replica serves the slot, not when the TTL (20s) runs out. The replica is
+// frozen and its link cut beforehand, so that it holds every lock but
+// hears of no release. Three releases per mode:
+//   - sent before the kill, under WithReplicaAck: unacknowledged, so it
+//     is sent again until it is, and a resend deletes the lock the
+//     failover brought back;
+//   - in flight at the kill (waiting for WAIT's acknowledgement), its
+//     connection broken under it;
+//   - sent after the kill, without WithReplicaAck, to a primary that
+//     refuses the dial until the replica takes over.
+//
+// Each Unlock reports what it knows: the first two a conn.UncertainError
+// matching ErrReplicaAck (the new primary has no replica left to
+// acknowledge), the last nil.
+func TestNoReleaseIsLostToAFailover(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 1)
+	ctx := context.Background()
+	primary, replica := c.Nodes()[0], c.Nodes()[3]
+	const releaseTimeout = 10 * time.Second
+	type release struct {
+		name, mode, key string
+		lease           *lock.Lease
+		acked           bool
+		start           func() // sends the Unlock in a goroutine
+		took            time.Duration
+		err             error
+		done            chan struct{}
+	}
+	var releases []*release
+	for _, mode := range []string{"fast", "fair"} {
+		for _, r := range []struct {
+			name string
+			opts []lock.Option
+		}{
+			{"before the kill", []lock.Option{lock.WithReplicaAck(1, 200*time.Millisecond)}},
+			{"in flight", []lock.Option{lock.WithReplicaAck(1, 2*time.Second)}},
+			{"after the kill", nil},
+		} {
+			l, err := lock.Open(ctx, clusterURL(c), modeOptions(mode, append(r.opts,
+				lock.WithTTL(20*time.Second), lock.WithReleaseTimeout(releaseTimeout))...)...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = l.Close() })
+			rel := &release{name: r.name, mode: mode, key: keyOn(t, c, primary, mode+"-"+strings.ReplaceAll(r.name, " ", "-")),
+				acked: r.opts != nil, done: make(chan struct{})}
+			rel.lease, err = l.Lock(ctx, rel.key)
+			require.NoError(t, err, "acknowledged while the replica answers")
+			rel.start = func() {
+				go func() {
+					defer close(rel.done)
+					start := time.Now()
+					rel.err = rel.lease.Unlock(ctx)
+					rel.took = time.Since(start)
+				}()
+			}
+			releases = append(releases, rel)
+		}
+	}
+	replica.Pause(t, 3*time.Second)
+	require.Equal(t, int64(1), primary.Do(t, "CLIENT", "KILL", "TYPE", "replica").Int)
+	for _, r := range releases {
+		if r.name != "after the kill" {
+			r.start()
+			// Released on the primary: the one in flight waits for WAIT.
+			redistest.Eventually(t, func() bool { return primary.Do(t, "EXISTS", "baton:{"+r.key+"}").Int == 0 },
+				time.Second, time.Millisecond, "%s %s", r.mode, r.name)
+		}
+	}
+	c.Kill(t, primary)
+	for _, r := range releases {
+		if r.name == "after the kill" {
+			r.start()
+		}
+	}
+	c.WaitHealthy(t, 15*time.Second)
+	healthy := time.Now()
+	require.Equal(t, replica.Addr, c.Primary(t, cluster.Slot("baton:{"+releases[0].key+"}")).Addr)
+
+	seconds := map[string]*lock.Locker{}
+	for _, mode := range []string{"fast", "fair"} {
+		l, err := lock.Open(ctx, clusterURL(c), modeOptions(mode)...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		seconds[mode] = l
+	}
+	for _, r := range releases {
+		var ls *lock.Lease
+		var err error
+		redistest.Eventually(t, func() bool {
+			ls, err = seconds[r.mode].TryLock(ctx, r.key)
+			return err == nil
+		}, 5*time.Second, 10*time.Millisecond, "%s, released %s: still held", r.mode, r.name)
+		t.Logf("%s, released %s: free %v after the cluster was healthy again", r.mode, r.name, time.Since(healthy).Round(time.Millisecond))
+		require.NoError(t, ls.Unlock(ctx))
+	}
+	for _, r := range releases {
+		select {
+		case <-r.done:
+		case <-time.After(releaseTimeout + 2*time.Second):
+			t.Fatalf("%s, released %s: Unlock still waiting past its release timeout", r.mode, r.name)
+		}
+		t.Logf("%s, released %s: Unlock returned after %v: %v", r.mode, r.name, r.took.Round(time.Millisecond), r.err)
+		if !r.acked {
+			require.NoError(t, r.err, "%s, released %s", r.mode, r.name)
+			continue
+		}
+		require.ErrorIs(t, r.err, lock.ErrReplicaAck, "%s, released %s: no replica acknowledged it", r.mode, r.name)
+		var uncertain *conn.UncertainError
+		require.ErrorAs(t, r.err, &uncertain, "%s, released %s: a failover may not keep it", r.mode, r.name)
 	}
 }

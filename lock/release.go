@@ -84,9 +84,17 @@ func (c *claim) releaseInBackground() {
 // effort: the keys' TTLs are the backstop.
 func (c *claim) withdrawInBackground() {
 	c.l.inBackground(func(ctx context.Context) {
-		_, _ = c.l.retryUncertain(ctx, func(ctx context.Context) (resp.Value, error) {
-			return run(ctx, c.cmd, withdrawScript, false, c.names.fastKeys(), c.owner, c.asker, c.l.windowArg)
+		withdraw := func(ctx context.Context) (v resp.Value, short, err error) {
+			return c.l.runAckedIfAsked(ctx, c.cmd, withdrawScript, false, c.names.fastKeys(), c.owner, c.asker, c.l.windowArg)
+		}
+		var short error
+		_, err := c.l.retryUncertain(ctx, func(ctx context.Context) (v resp.Value, err error) {
+			v, short, err = withdraw(ctx)
+			return v, err
 		})
+		if err == nil && short != nil {
+			c.l.untilAcknowledged(ctx, withdraw)
+		}
 	})
 }
 
@@ -133,11 +141,6 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.W
 		if n == -2 {
 			return c.errorf("unlock", lockstate.ErrStateMissing)
 		}
-		if done && short != nil {
-			// Written and released on the primary, but a failover may
-			// or may not keep the write.
-			return c.errorf("unlock", &conn.UncertainError{Cause: short})
-		}
 	} else {
 		n, err := integerReply(v.value, 0, 2)
 		if err != nil {
@@ -149,6 +152,10 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.W
 		}
 	}
 	switch {
+	case done && short != nil:
+		// Written and released on the primary, but a failover may or
+		// may not keep it.
+		return c.errorf("unlock", &conn.UncertainError{Cause: c.unacknowledgedRelease(short)})
 	case done:
 		return nil
 	case v.firstUncertain != nil:
@@ -197,31 +204,32 @@ func (c *claim) sendRelease(ctx context.Context, w *lockstate.Write, style lockc
 		v, _, short, err = l.runAcked(ctx, c.cmd, l.scripts.commit, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c, false), nil)
 		return v, short, err
 	}
-	v, err = c.sendPlainRelease(ctx, style)
-	return v, nil, err
+	return c.sendPlainRelease(ctx, style)
 }
 
 // sendPlainRelease sends a release without a write, in the style asked
-// for.
-func (c *claim) sendPlainRelease(ctx context.Context, style lockconf.ReleaseStyle) (resp.Value, error) {
+// for. The styles that reproduce the problem baton fixes, which serve
+// benchmarks, wait for no replica.
+func (c *claim) sendPlainRelease(ctx context.Context, style lockconf.ReleaseStyle) (v resp.Value, short, err error) {
 	l, n := c.l, c.names
 	switch {
 	case l.opts.Fair:
-		return run(ctx, c.cmd, l.scripts.fairRelease, true, n.fairKeys(), c.owner, l.windowArg)
+		return l.runAckedIfAsked(ctx, c.cmd, l.scripts.fairRelease, true, n.fairKeys(), c.owner, l.windowArg)
 	case style == lockconf.ReleaseEval:
-		return run(ctx, c.cmd, plainReleaseScript, false, []string{n.lock}, c.owner)
+		v, err = run(ctx, c.cmd, plainReleaseScript, false, []string{n.lock}, c.owner)
+		return v, nil, err
 	case style == lockconf.ReleaseGetDel:
 		v, err := c.cmd.Do(ctx, "GETDEL", n.lock)
 		if err != nil {
-			return v, err
+			return v, nil, err
 		}
 		released := int64(0)
 		if v.Str == c.owner {
 			released = 1
 		}
-		return resp.Value{Type: resp.Integer, Int: released}, nil
+		return resp.Value{Type: resp.Integer, Int: released}, nil, nil
 	}
-	return run(ctx, c.cmd, l.scripts.release, true, []string{n.lock, n.wanted}, c.owner, l.windowArg)
+	return l.runAckedIfAsked(ctx, c.cmd, l.scripts.release, true, []string{n.lock, n.wanted}, c.owner, l.windowArg)
 }
 
 // retried is a reply after retryUncertain, with the uncertain error of the
@@ -229,7 +237,8 @@ func (c *claim) sendPlainRelease(ctx context.Context, style lockconf.ReleaseStyl
 type retried struct {
 	value          resp.Value
 	firstUncertain error
-	giveUp         time.Time // when retrying stops; zero until set by the caller or the first uncertain outcome
+	giveUp         time.Time // when retrying stops: the caller's bound, if any, moved up to the release timeout after the first failure
+	failed         bool      // an attempt failed, and giveUp accounts for it
 }
 
 // retryUncertain runs op until it ends with something other than an
@@ -269,22 +278,25 @@ func stillUncertain(ctx context.Context, v retried, err error) error {
 	return err
 }
 
-// retrying reports whether to send again a command that ended with err:
-// when its connection broke with it in flight (an uncertain outcome),
-// while ctx lasts and within the release timeout of the first such
-// outcome (or v's own giveUp, if earlier), which it records in v. The
-// client dials a new connection for each retry, pacing itself with its
-// backoff.
+// retrying reports whether to send again a release that ended with err:
+// unless the server gave its verdict (an error reply, other than a
+// cluster's refusal for now), while ctx lasts, and within the release
+// timeout of the first failure (or v's own giveUp, if earlier). So a
+// release whose connection broke with it in flight (an uncertain outcome,
+// which v records), or that could not reach its node (a primary that
+// died, whose replica is not serving yet), is sent again: every release
+// compares the owner first. The client dials a new connection for each
+// retry, pacing itself with its backoff.
 func (l *Locker) retrying(ctx context.Context, v *retried, err error) bool {
-	if err == nil {
+	if err == nil || ctx.Err() != nil || (isErrorReply(err) && !cluster.RefusedForNow(err)) {
 		return false
 	}
 	var uncertain *conn.UncertainError
-	if !errors.As(err, &uncertain) || ctx.Err() != nil {
-		return false
-	}
-	if v.firstUncertain == nil {
+	if v.firstUncertain == nil && errors.As(err, &uncertain) {
 		v.firstUncertain = err
+	}
+	if !v.failed {
+		v.failed = true
 		if limit := time.Now().Add(l.opts.ReleaseTimeout); v.giveUp.IsZero() || limit.Before(v.giveUp) {
 			v.giveUp = limit
 		}

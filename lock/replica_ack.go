@@ -18,9 +18,9 @@ import (
 // write-back, which landed on the primary.
 var errReplicaAck = errors.New("lock: too few replicas acknowledged the write")
 
-// WithReplicaAck makes every acquire, extension and write-back wait until
-// n replicas of the lock's primary have acknowledged it, for at most
-// timeout, by sending WAIT n timeout in the same write as the script.
+// WithReplicaAck makes every acquire, extension, write-back and release
+// wait until n replicas of the lock's primary have acknowledged it, for at
+// most timeout, by sending WAIT n timeout in the same write as the script.
 // Redis replicates asynchronously: without this, a primary that fails
 // right after granting a lock can be replaced by a replica that never
 // heard of it, and a second owner then acquires a lock the first still
@@ -30,23 +30,34 @@ var errReplicaAck = errors.New("lock: too few replicas acknowledged the write")
 // extension with a conn.UncertainError, the lease's deadline left where
 // it was; a write-back (package manager's) with a conn.UncertainError.
 // The last two landed on the primary, and a failover may or may not keep
-// them. The releases do not wait: a release lost in a failover leaves a
-// lock that its TTL frees.
+// them.
+//
+// A release (Unlock, a write-back that lets go, a waiter's withdrawal)
+// waits because a release on the primary alone comes undone in a
+// failover: the lock is back, held by nobody, until its TTL. One that too
+// few replicas acknowledged returns a conn.UncertainError matching
+// ErrReplicaAck, and is sent again in the background, paced, until
+// enough do or for the release timeout. Every release compares the owner
+// first, so a resend deletes only the lock that a failover brought back.
 //
 // What it does not buy: WAIT is not consensus. A failover may promote a
-// replica that had not acknowledged (with n below the number of
-// replicas, or a replica that lagged beyond the failover's own checks),
-// an old primary cut off from the others keeps answering its clients
-// until it notices, and a holder paused past its TTL (a long GC pause, a
-// stopped VM) acts on a lease it no longer has, with or without replicas.
-// Where those matter, pass the fencing token (Lease.Token) to the
-// resource the lock protects, and have it refuse stale tokens.
+// replica that had not acknowledged: with n below the number of
+// replicas, or a replica that lagged beyond the failover's own checks.
+// (On redis-server 7.0, a replica under CLIENT PAUSE WRITE acknowledges
+// writes it has read but not yet applied, and loses them if its primary
+// dies before the pause ends.) An old primary cut off from the others
+// keeps answering its clients until it notices, and a holder paused past
+// its TTL (a long GC pause, a stopped VM) acts on a lease it no longer
+// has, with or without replicas. Where those matter, pass the fencing
+// token (Lease.Token) to the resource the lock protects, and have it
+// refuse stale tokens.
 //
 // What it costs: a round trip from the primary to its replicas on every
-// acquire, extension and write-back, and the connection it travels on
-// waits for WAIT's reply before it serves the commands behind it, which
-// other goroutines of the process may have queued. With no replica
-// reachable, each of those calls takes the whole timeout and fails.
+// acquire, extension, write-back and release, and the connection it
+// travels on waits for WAIT's reply before it serves the commands behind
+// it, which other goroutines of the process may have queued. With no
+// replica reachable, each of those calls takes the whole timeout and
+// fails.
 //
 // Default: off (n = 0). n must be at least 0, and timeout at least a
 // millisecond when n is not 0 (WAIT's 0 would wait for ever).
@@ -111,3 +122,62 @@ func (l *Locker) acknowledged(v resp.Value) error {
 	}
 	return nil
 }
+
+// runAckedIfAsked is run, followed by the Locker's WAIT under
+// WithReplicaAck, as runAcked: short says if too few replicas
+// acknowledged it.
+func (l *Locker) runAckedIfAsked(ctx context.Context, c commander, s script, ping bool, keys []string, args ...string) (v resp.Value, short, err error) {
+	if l.waitCmd == nil {
+		v, err = run(ctx, c, s, ping, keys, args...)
+		return v, nil, err
+	}
+	v, _, short, err = l.runAcked(ctx, c, s, ping, keys, args, nil)
+	return v, short, err
+}
+
+// unacknowledgedRelease sends a release that ran on the primary, but
+// that too few replicas acknowledged, again in the background (see
+// WithReplicaAck), and returns what its caller is told.
+func (c *claim) unacknowledgedRelease(short error) error {
+	resend := func() {
+		ctx, cancel := context.WithTimeout(c.l.bgCtx, c.l.opts.ReleaseTimeout)
+		defer cancel()
+		c.l.untilAcknowledged(ctx, func(ctx context.Context) (v resp.Value, short, err error) {
+			return c.sendPlainRelease(ctx, lockconf.ReleasePingEval)
+		})
+	}
+	if !c.l.spawn(resend) {
+		return fmt.Errorf("%w (released on the primary; the Locker is closing: if a failover brings the lock back, its TTL ends it)", short)
+	}
+	return fmt.Errorf("%w (released on the primary, and sent again in the background until acknowledged)", short)
+}
+
+// ackedSend sends a command under WithReplicaAck: short says if too few
+// replicas acknowledged it.
+type ackedSend func(ctx context.Context) (v resp.Value, short, err error)
+
+// untilAcknowledged sends a release again, paced, until it runs and
+// enough replicas acknowledge it, or ctx ends. WAIT's timeout paces the
+// resends too while the replicas are away.
+func (l *Locker) untilAcknowledged(ctx context.Context, send ackedSend) {
+	pause := time.NewTimer(0)
+	defer pause.Stop()
+	for wait := resendPause; ; wait = min(2*wait, maxResendPause) {
+		pause.Reset(wait)
+		select {
+		case <-ctx.Done():
+			return
+		case <-pause.C:
+		}
+		if _, short, err := send(ctx); err == nil && short == nil {
+			return
+		}
+	}
+}
+
+// resendPause is the pause before the first resend of an unacknowledged
+// release, doubling to maxResendPause.
+const (
+	resendPause    = 10 * time.Millisecond
+	maxResendPause = 100 * time.Millisecond
+)

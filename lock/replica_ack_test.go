@@ -102,8 +102,7 @@ func (w *writeLog) scripts(wait []byte) (scripts, waited int) {
 // extension and write-back is acknowledged, its WAIT ending the very write
 // that carries its script. While it is frozen, an acquire fails with
 // ErrReplicaAck and is undone; an extension fails and leaves the lease's
-// deadline; a write-back is reported uncertain; a plain release does not
-// wait.
+// deadline; a write-back and a release are reported uncertain.
 func TestReplicaAckOnACluster(t *testing.T) {
 	c := redistest.StartCluster(t, 3, 1)
 	ctx := context.Background()
@@ -132,7 +131,10 @@ func TestReplicaAckOnACluster(t *testing.T) {
 
 			primary := c.Primary(t, cluster.Slot("baton:{"+key+"}"))
 			replica := c.Nodes()[3+nodeIndex(t, c, primary)]
-			replica.Pause(t, 1500*time.Millisecond)
+			released := keyOn(t, c, primary, "released-"+mode)
+			toRelease, err := l.Lock(ctx, released)
+			require.NoError(t, err)
+			replica.Pause(t, 3*time.Second)
 			deadline := lock.Deadline(ls)
 			err = ls.Extend(ctx, 10*time.Second)
 			require.ErrorIs(t, err, lock.ErrReplicaAck)
@@ -153,8 +155,12 @@ func TestReplicaAckOnACluster(t *testing.T) {
 			}, time.Second, time.Millisecond)
 
 			start := time.Now()
-			require.NoError(t, ls.Unlock(ctx))
-			require.Less(t, time.Since(start), 300*time.Millisecond, "a plain release does not wait for replicas")
+			err = toRelease.Unlock(ctx)
+			require.GreaterOrEqual(t, time.Since(start), 300*time.Millisecond, "a release waits for the replicas too")
+			require.ErrorIs(t, err, lock.ErrReplicaAck)
+			var releaseUncertain *conn.UncertainError
+			require.ErrorAs(t, err, &releaseUncertain, "released on the primary, perhaps not after a failover")
+			require.Equal(t, int64(0), primary.Do(t, "EXISTS", "baton:{"+released+"}").Int)
 		})
 	}
 }
