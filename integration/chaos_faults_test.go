@@ -38,6 +38,11 @@ type faulter struct {
 	psub     net.Conn
 	psubEnd  time.Time
 	draining sync.WaitGroup
+	// pausedUntil is when the last CLIENT PAUSE injected ends. A failover
+	// waits for it: a replica paused so (Redis 7.0) acknowledges writes
+	// it has read but not yet applied, and loses them if its primary dies
+	// then, which no WAIT can guard against (see lock.WithReplicaAck).
+	pausedUntil time.Time
 }
 
 // run injects a fault every 50 to 500ms until until.
@@ -96,6 +101,7 @@ func (f *faulter) inject(kind string) {
 	case "pause":
 		ms := 10 + f.rng.IntN(290)
 		r.Note += fmt.Sprintf(" %dms", ms)
+		f.pausedUntil = time.Now().Add(time.Duration(ms) * time.Millisecond)
 		_, err = doAt(f.addr, "CLIENT", "PAUSE", fmt.Sprint(ms), "WRITE")
 	case "script-flush":
 		_, err = doAt(f.addr, "SCRIPT", "FLUSH")

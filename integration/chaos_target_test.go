@@ -70,12 +70,14 @@ func (f *faulter) reshard(rng *rand.Rand) string {
 	return key + " to " + to.Addr() + ", open " + open.String()
 }
 
-// failover kills the primary of one of keys' slots, waits for its
-// replica to take over, and brings it back as that replica's replica.
+// failover kills the primary of one of keys' slots, once no node is
+// paused, waits for its replica to take over, and brings it back as that
+// replica's replica.
 func (f *faulter) failover(rng *rand.Rand) string {
 	c := f.target.cluster
 	key := f.keys[rng.IntN(len(f.keys))]
 	victim := c.Primary(f.t, tokenSlot(key))
+	time.Sleep(time.Until(f.pausedUntil))
 	c.Kill(f.t, victim)
 	c.WaitHealthy(f.t, clusterSettle)
 	c.Restart(f.t, victim)
