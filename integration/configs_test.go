@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
-	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
@@ -137,7 +136,7 @@ func TestConfigurations(t *testing.T) {
 				}
 				_, err := lock.Open(ctx, srv.Addr(), opts...)
 				require.ErrorIs(t, err, lock.ErrInvalid)
-				l, err := lock.Open(ctx, srv.Addr(), append(opts, lock.Option(lockconf.WithEvictionAllowed()))...)
+				l, err := lock.Open(ctx, srv.Addr(), append(opts, lock.WithEvictionAllowed())...)
 				require.NoError(t, err, "the refusal can be overridden")
 				require.NoError(t, l.Close())
 			}

@@ -31,7 +31,7 @@ func TestEveryAcceptedKeyKeepsItsLockInOneSlot(t *testing.T) {
 				// lock by a write-back.
 				got := lockAndUnlock(waiter, key)
 				waitForRequest(t, srv, mode, key)
-				_, err = lock.Commit(ctx, ls, lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute}, true)
+				_, err = ls.Commit(ctx, lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute})
 				require.NoError(t, err, key)
 				require.NoError(t, <-got, key)
 			}

@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
-	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/subscriber"
@@ -135,11 +134,11 @@ func TestKeysThatWouldSplitAcrossSlotsAreRefused(t *testing.T) {
 // stalledSubscriber delays the subscriber's reads while on is set, as a
 // pub/sub connection that stalls would.
 func stalledSubscriber(on *atomic.Bool, d time.Duration) lock.Option {
-	return lock.Option(lockconf.WithSubscriberOptions(subscriber.WithConnOptions(conn.WithTap(func(dir conn.Direction, _ []byte) {
+	return lock.WithSubscriberOptions(subscriber.WithConnOptions(conn.WithTap(func(dir conn.Direction, _ []byte) {
 		if dir == conn.Read && on.Load() {
 			time.Sleep(d)
 		}
-	}))))
+	})))
 }
 
 func TestAFairHandOffLearntAtARenewalEndsBeforeTheLock(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"strconv"
 	"sync"
 	"time"
 
@@ -174,4 +175,68 @@ func (s *orderStore) Read(id string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.byID[id]
+}
+
+// ExampleLease_Commit keeps a counter beside a lock: LockAndDo reads it in
+// the acquire's own write, and Commit writes it back only if the lease
+// still owns the lock, releasing the lock in the same script. A holder
+// that lost the lock (paused past its TTL, say) writes nothing and gets
+// ErrNotHeld.
+func ExampleLease_Commit() {
+	ctx := context.Background()
+	l, err := lock.Open(ctx, redisAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	// The state shares the lock's hash tag: on a Redis Cluster it lives in
+	// the lock's slot, where the lock's scripts may write it.
+	visits := l.Key("page:home") + ":visits"
+	for range 3 {
+		lease, replies, err := l.LockAndDo(ctx, "page:home", []string{"GET", visits})
+		if err != nil {
+			log.Fatal(err)
+		}
+		n := 0 // a missing key is a null reply
+		if !replies[0].IsNull() {
+			if n, err = strconv.Atoi(replies[0].Str); err != nil {
+				log.Fatal(err)
+			}
+		}
+		w := lock.Write{Key: visits, Value: strconv.Itoa(n + 1), TTL: time.Hour, Unlock: true}
+		if _, err := lease.Commit(ctx, w); err != nil {
+			log.Fatal(err)
+		}
+	}
+
+	v, err := l.Do(ctx, "page:home", "GET", visits)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("visits:", v.Str)
+	// Output: visits: 3
+}
+
+// ExampleWithKeyspaceEventsConfigured opens a fast-mode Locker where the
+// server refuses CONFIG, as many managed services do: the operator has set
+// notify-keyspace-events, and the option says so. WithReleaseTimeout gives
+// releases longer to ride out a failover.
+func ExampleWithKeyspaceEventsConfigured() {
+	ctx := context.Background()
+	l, err := lock.Open(ctx, redisAddr,
+		lock.WithKeyspaceEventsConfigured(),
+		lock.WithReleaseTimeout(15*time.Second),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	lease, err := l.Lock(ctx, "reports:daily")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("held:", lease.Unlock(ctx) == nil)
+	// Output: held: true
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"time"
 
-	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
-	"github.com/batonlock/baton/internal/lockconf"
-	"github.com/batonlock/baton/internal/lockstate"
+	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/subscriber"
 )
 
@@ -22,9 +20,15 @@ var (
 // fencing token handed out when it queued, and whether it queued at all.
 func QueuedAfter(ls *Lease) (uint64, bool) { return ls.queuedAfter, ls.queuedAfter != 0 }
 
-// WithReleaseStyle picks the release style, for the tests that compare
-// them.
-func WithReleaseStyle(s lockconf.ReleaseStyle) Option { return Option(lockconf.WithReleaseStyle(s)) }
+// The release styles, and the option that picks one, for the tests that
+// compare them.
+const (
+	ReleasePingEval = releasePingEval
+	ReleaseEval     = releaseEval
+	ReleaseGetDel   = releaseGetDel
+)
+
+func WithReleaseStyle(s releaseStyle) Option { return option(func(o *settings) { o.ReleaseStyle = s }) }
 
 // AskAs makes one attempt for key in fast mode as a waiting Lock would,
 // with the owner token given, asking the holder to let go; waiterID and
@@ -52,39 +56,22 @@ func Deadline(ls *Lease) time.Time {
 	return ls.deadline
 }
 
-// The settings users have no business with, for the tests.
-func WithQueueLease(d time.Duration) Option     { return Option(lockconf.WithQueueLease(d)) }
-func WithReleaseTimeout(d time.Duration) Option { return Option(lockconf.WithReleaseTimeout(d)) }
-func WithFenceRetention(d time.Duration) Option { return Option(lockconf.WithFenceRetention(d)) }
-
 // WithClusterOptions passes options to a cluster Locker's client.
 func WithClusterOptions(opts ...cluster.Option) Option {
-	return Option(lockconf.WithClusterOptions(opts...))
+	return option(func(o *settings) { o.ClusterOptions = append(o.ClusterOptions, opts...) })
 }
 
-// WithKeyspaceEventsConfigured tells Open's subscribers that the events
-// are on, as lock.New's caller can.
-func WithKeyspaceEventsConfigured() Option {
-	return Option(lockconf.WithSubscriberOptions(subscriber.WithKeyspaceEventsConfigured()))
+// WithSubscriberOptions passes options to the subscribers Open makes.
+func WithSubscriberOptions(opts ...subscriber.Option) Option {
+	return option(func(o *settings) { o.SubscriberOptions = append(o.SubscriberOptions, opts...) })
 }
 
 // ErrReplicaAck is in the error of a call too few replicas acknowledged.
 var ErrReplicaAck = errReplicaAck
 
-// WithEvictionAllowed lets Open proceed on an evicting server.
-func WithEvictionAllowed() Option { return Option(lockconf.WithEvictionAllowed()) }
-
 // WithPlainChannels makes a cluster Locker use PUBLISH, as on nodes
 // without SPUBLISH.
-func WithPlainChannels() Option { return Option(lockconf.WithPlainChannels()) }
-
-// Write, Commit and Node are what package manager reaches through
-// lockstate.
-type Write = lockstate.Write
-
-func Commit(ctx context.Context, ls *Lease, w Write, keep bool) (bool, error) {
-	return ls.commit(ctx, w, keep)
-}
+func WithPlainChannels() Option { return option(func(o *settings) { o.PlainChannels = true }) }
 
 // Node is the client of the server that holds key's lock.
 func Node(ctx context.Context, l *Locker, key string) (*conn.Client, error) {

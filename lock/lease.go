@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
-	"github.com/batonlock/baton/internal/lockstate"
 )
 
 // Lease is one holding of a lock, from acquire to release or loss.
@@ -383,7 +382,7 @@ func (ls *Lease) Unlock(ctx context.Context) error {
 
 // unlock ends the lease and releases the lock, with a write-back if w is
 // set.
-func (ls *Lease) unlock(ctx context.Context, w *lockstate.Write) error {
+func (ls *Lease) unlock(ctx context.Context, w *Write) error {
 	ls.mu.Lock()
 	ended := !ls.endLocked(released)
 	ls.mu.Unlock()

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
-	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )
@@ -25,7 +24,7 @@ const handoffWindow = 500 * time.Millisecond
 type Locker struct {
 	nodes backend // the server or cluster, and the Subscribers
 	owns  bool    // Open made the connections, so Close closes them
-	opts  lockconf.Options
+	opts  settings
 
 	// The options in milliseconds, as sent; set once in newLocker.
 	ttlArg, queueLeaseArg, retentionArg, windowArg string
@@ -67,28 +66,41 @@ type Locker struct {
 // Open connects to addr (host:port or a URL, see conn.Dial) with a command
 // connection and a subscriber, and returns a Locker that owns both.
 //
-// A redis+cluster:// or rediss+cluster:// URL (see cluster.ParseURL)
-// opens the Locker on a Redis Cluster: each lock's commands go to the
-// primary that serves its slot, following MOVED and ASK, and each primary
-// that holds a lock someone waits for gets a subscriber of its own, since
-// a node publishes the keyspace events of its own keys alone. A waiter
-// whose key's slot moves listens on the new node from its next attempt.
+// A cluster URL opens the Locker on a Redis Cluster:
+//
+//	redis+cluster://[user[:password]@]host1[:port][,host2[:port]...][/][?param=value&...]
+//	rediss+cluster://...   the same, with TLS
+//
+// Each host is a seed (port 6379 if none; IPv6 in brackets). The user and
+// password, percent-encoded, are every node's; rediss+cluster verifies
+// each node's certificate against the system's roots (pass conn.WithTLS to
+// WithConnOptions to trust another CA). The path may only be empty, "/" or
+// "/0": a cluster has database 0 alone. The parameters, each optional, are
+// protocol=2|3, client_name=NAME, and dial_timeout, read_timeout and
+// write_timeout in time.ParseDuration's form, as the conn options of those
+// names; anything else is an error. Each lock's commands go to the primary
+// that serves its slot, following MOVED and ASK, and each primary that
+// holds a lock someone waits for gets a subscriber of its own, since a
+// node publishes the keyspace events of its own keys alone. A waiter whose
+// key's slot moves listens on the new node from its next attempt. While a
+// reshard or a failover leaves the cluster unable to serve a command
+// (TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN, READONLY), calls send it
+// again, paced, within their context, and releases within the release
+// timeout (WithReleaseTimeout).
 //
 // Where the server allows CONFIG GET, Open refuses a maxmemory-policy that
 // may evict keys (an error matching ErrInvalid that names the setting):
 // a server can evict a held lock to make room for other data, and a
 // second owner then acquires it while the first lease is open. Set the
-// policy to noeviction; a caller who accepts the risk on a single server
-// makes the Locker with New, which makes no such check. Where CONFIG is
-// refused, it is the operator's to make sure the
-// policy is noeviction; and in fast mode, that keyspace events are on:
-// then make the subscriber with subscriber.WithKeyspaceEventsConfigured
-// and pass it to New (on a cluster, use fair mode).
+// policy to noeviction, or accept the risk with WithEvictionAllowed.
+// Where CONFIG is refused, it is the operator's to make sure the policy
+// is noeviction; and in fast mode, that keyspace events are on, which
+// WithKeyspaceEventsConfigured then tells Open.
 func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if ctx == nil {
 		return nil, fmt.Errorf("%w: nil context", ErrInvalid)
 	}
-	o, err := buildOptions(opts)
+	o, err := buildSettings(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -115,17 +127,20 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 
 // subscriberOptions are the options of the Subscribers Open makes, with
 // connOpts for their connections.
-func subscriberOptions(o lockconf.Options, connOpts []conn.Option) []subscriber.Option {
+func subscriberOptions(o settings, connOpts []conn.Option) []subscriber.Option {
 	subOpts := []subscriber.Option{subscriber.WithConnOptions(connOpts...)}
-	if o.Fair {
+	switch {
+	case o.Fair:
 		subOpts = append(subOpts, subscriber.WithoutKeyspaceEvents())
+	case o.EventsConfigured:
+		subOpts = append(subOpts, subscriber.WithKeyspaceEventsConfigured())
 	}
 	return append(subOpts, o.SubscriberOptions...)
 }
 
 // prepareServer connects, checks the eviction policy and loads the
 // scripts.
-func prepareServer(ctx context.Context, client *conn.Client, o lockconf.Options) error {
+func prepareServer(ctx context.Context, client *conn.Client, o settings) error {
 	if _, err := client.Conn(ctx); err != nil {
 		return fmt.Errorf("lock: %w", err)
 	}
@@ -165,14 +180,14 @@ func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, err
 	if c == nil || s == nil {
 		return nil, fmt.Errorf("%w: nil client or subscriber", ErrInvalid)
 	}
-	o, err := buildOptions(opts)
+	o, err := buildSettings(opts)
 	if err != nil {
 		return nil, err
 	}
 	return newLocker(single{c, s}, o, false), nil
 }
 
-func newLocker(nodes backend, o lockconf.Options, sharded bool) *Locker {
+func newLocker(nodes backend, o settings, sharded bool) *Locker {
 	l := &Locker{
 		scripts:       &plainPublishing,
 		sharded:       sharded,

@@ -13,8 +13,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/internal/cmdstats"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
@@ -266,7 +266,7 @@ func TestHandOffsOnAClusterStayOnTheLocksNode(t *testing.T) {
 			}
 			// A write-back that keeps the lock hands it to the waiter
 			// that asked, in both modes.
-			held, err := lock.Commit(ctx, ls, lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute}, true)
+			held, err := ls.Commit(ctx, lock.Write{Key: "baton:{" + key + "}:state", Value: "v", TTL: time.Minute})
 			require.NoError(t, err)
 			require.False(t, held)
 			require.NoError(t, <-got)

@@ -5,12 +5,11 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/batonlock/baton/cluster"
-	"github.com/batonlock/baton/internal/lockconf"
+	"github.com/batonlock/baton/internal/cluster"
 )
 
 // isClusterURL reports whether addr names a Redis Cluster
-// (redis+cluster:// or rediss+cluster://, see cluster.ParseURL).
+// (redis+cluster:// or rediss+cluster://, see Open).
 func isClusterURL(addr string) bool {
 	scheme, _, ok := strings.Cut(addr, "://")
 	return ok && (scheme == "redis+cluster" || scheme == "rediss+cluster")
@@ -27,7 +26,7 @@ func isClusterURL(addr string) bool {
 // The eviction check asks the primary of slot 0 alone: a cluster's nodes
 // are meant to share one configuration, and the check is a guard against
 // a mistake, not a proof.
-func openCluster(ctx context.Context, addr string, o lockconf.Options) (*Locker, error) {
+func openCluster(ctx context.Context, addr string, o settings) (*Locker, error) {
 	seeds, urlOpts, err := cluster.ParseURL(addr)
 	if err != nil {
 		return nil, fmt.Errorf("lock: %w", err)

@@ -5,18 +5,47 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
-	"github.com/batonlock/baton/internal/lockconf"
+	"github.com/batonlock/baton/internal/cluster"
+	"github.com/batonlock/baton/subscriber"
 )
 
-// Option configures Open and New.
-type Option func(*lockconf.Options)
+// Option configures Open and New. The With functions of this package make
+// them; each documents its default. A zero Option changes nothing.
+type Option struct {
+	apply func(*settings)
+}
 
-func defaultOptions() lockconf.Options {
-	return lockconf.Options{
+// settings are a Locker's, as its options leave them. The defaults are
+// documented on the options that set them.
+type settings struct {
+	TTL               time.Duration
+	Fair              bool
+	QueueLease        time.Duration
+	AutoExtend        bool
+	Prefix            string
+	ReleaseTimeout    time.Duration
+	FenceRetention    time.Duration
+	EvictionAllowed   bool
+	EventsConfigured  bool
+	ReplicaAcks       int
+	ReplicaAckTimeout time.Duration
+	ConnOptions       []conn.Option
+
+	// Set by this module's tests alone (export_test.go).
+	ReleaseStyle      releaseStyle
+	ClusterOptions    []cluster.Option
+	PlainChannels     bool
+	SubscriberOptions []subscriber.Option
+}
+
+func option(apply func(*settings)) Option { return Option{apply} }
+
+func defaultSettings() settings {
+	return settings{
 		TTL:            10 * time.Second,
 		QueueLease:     3 * time.Second,
 		Prefix:         "baton:",
-		ReleaseStyle:   lockconf.ReleasePingEval,
+		ReleaseStyle:   releasePingEval,
 		ReleaseTimeout: 5 * time.Second,
 		FenceRetention: time.Hour,
 		// Open's connections carry no blocking command, so a reply
@@ -33,9 +62,9 @@ func defaultOptions() lockconf.Options {
 // sent rounded up, while the lease counts the TTL as given, so the lease
 // always ends before the lock does in Redis. Default: 10s. It must be at
 // least a millisecond and at most 100 years. The lock's fencing counter
-// lives at least an hour past the last acquisition, or the TTL if that is
-// longer (see the package doc's fencing section).
-func WithTTL(d time.Duration) Option { return func(o *lockconf.Options) { o.TTL = d } }
+// lives at least the fence retention past the last acquisition, or the
+// TTL if that is longer (see WithFenceRetention).
+func WithTTL(d time.Duration) Option { return option(func(o *settings) { o.TTL = d }) }
 
 // WithFair makes the lock fair: waiters from every process queue in Redis
 // in the order their requests reached the server, and a release hands the
@@ -43,21 +72,21 @@ func WithTTL(d time.Duration) Option { return func(o *lockconf.Options) { o.TTL 
 // back and no server's write order matters. Every Locker of a key must use
 // the same mode. Fair mode needs no keyspace notifications; Open does not
 // touch notify-keyspace-events. Default: fast mode.
-func WithFair() Option { return func(o *lockconf.Options) { o.Fair = true } }
+func WithFair() Option { return option(func(o *settings) { o.Fair = true }) }
 
 // WithAutoExtend starts a watchdog for every lease, which extends it to the
 // full TTL every TTL/3 until it is released. If an extension finds the lock
 // gone, or none succeeds before the lease runs out, the lease is lost and
 // its Done channel closes. Default: off; a lease lasts one TTL unless
 // extended with Extend.
-func WithAutoExtend() Option { return func(o *lockconf.Options) { o.AutoExtend = true } }
+func WithAutoExtend() Option { return option(func(o *settings) { o.AutoExtend = true }) }
 
 // WithKeyPrefix sets the prefix of the Redis keys of every lock: the lock
 // for key k lives at <prefix>{k}, its fencing counter at <prefix>{k}:fence.
 // Braces in the prefix are allowed only where every key of a lock still
 // shares one hash tag; on a Redis Cluster they put every lock in the
 // prefix's slot, on one node. Default: "baton:".
-func WithKeyPrefix(p string) Option { return func(o *lockconf.Options) { o.Prefix = p } }
+func WithKeyPrefix(p string) Option { return option(func(o *settings) { o.Prefix = p }) }
 
 // WithConnOptions passes options to the connections Open makes: the command
 // connection and the subscriber's. They come after Open's one default,
@@ -68,24 +97,83 @@ func WithKeyPrefix(p string) Option { return func(o *lockconf.Options) { o.Prefi
 // who needs the subscriber configured otherwise makes the connections and
 // passes them to New.
 func WithConnOptions(opts ...conn.Option) Option {
-	return func(o *lockconf.Options) { o.ConnOptions = append(o.ConnOptions, opts...) }
+	return option(func(o *settings) { o.ConnOptions = append(o.ConnOptions, opts...) })
 }
 
-func buildOptions(opts []Option) (lockconf.Options, error) {
-	o := defaultOptions()
+// WithReleaseTimeout bounds the work a release does on its own: a release
+// that goes on after the caller of Unlock gave up (its context ended), a
+// release retried after its connection broke or while a cluster cannot
+// serve it, the resending of a release too few replicas acknowledged (see
+// WithReplicaAck), and each of Close's two phases. A longer timeout
+// rides out longer outages (a failover that takes longer than it leaves
+// the lock to its TTL); a shorter one lets Close return sooner from a
+// server that is gone. Default: 5s; more than 0.
+func WithReleaseTimeout(d time.Duration) Option {
+	return option(func(o *settings) { o.ReleaseTimeout = d })
+}
+
+// WithQueueLease sets, in fair mode, how long a waiter's place in the queue
+// lasts unless renewed. Live waiters renew it every third of it, and check
+// at the same pace whether a hand-off reached them. A waiter whose process
+// has gone is skipped at once at hand-off; one that stalls is skipped once
+// its lease has run out. A shorter lease skips a stalled waiter sooner, at
+// the cost of more renewals from every waiter. Default: 3s; at least 3ms.
+// Fast mode ignores it.
+func WithQueueLease(d time.Duration) Option {
+	return option(func(o *settings) { o.QueueLease = d })
+}
+
+// WithFenceRetention sets how long a lock's fencing counter outlives the
+// lock's last acquisition. Tokens keep increasing after the counter is
+// gone (they never fall below the server's clock, in microseconds); the
+// counter guards them, while it lives, against the server's clock being
+// set back. A shorter retention leaves fewer keys behind locks that are no
+// longer used; a longer one covers a larger clock step back. Default: 1h.
+// A retention shorter than the TTL is raised to the TTL: the counter must
+// outlive every lease.
+func WithFenceRetention(d time.Duration) Option {
+	return option(func(o *settings) { o.FenceRetention = d })
+}
+
+// WithKeyspaceEventsConfigured tells Open that keyspace notifications are
+// already on for the lock's keys (notify-keyspace-events includes K, g, x
+// and e, or K and A), on the server or on every node of a cluster, so that
+// its subscribers neither read nor set the setting. It is what fast mode
+// needs where CONFIG is refused (a managed service, an ACL without
+// +config). If the events are in fact off, waiters hear of no release and
+// find a lock free only when its TTL runs out. Default: Open's
+// subscribers read the setting with CONFIG GET and add the missing flags
+// with CONFIG SET. Fair mode needs no events and ignores it.
+func WithKeyspaceEventsConfigured() Option {
+	return option(func(o *settings) { o.EventsConfigured = true })
+}
+
+// WithEvictionAllowed lets Open proceed on a server whose
+// maxmemory-policy may evict keys. Such a server can evict a held lock
+// to make room for other data, and a second owner then acquires it while
+// the first lease is open: accept that only where nothing but locks and
+// short-lived data live on the server, or for tools that only read (baton
+// inspect). Default: Open refuses such a server with an error matching
+// ErrInvalid. New makes no check either way.
+func WithEvictionAllowed() Option {
+	return option(func(o *settings) { o.EvictionAllowed = true })
+}
+
+func buildSettings(opts []Option) (settings, error) {
+	o := defaultSettings()
 	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
+		if opt.apply != nil {
+			opt.apply(&o)
 		}
 	}
 	// The fencing counter must outlive every lease (see tokenPrelude):
 	// a TTL over the retention takes the retention with it, so that a
 	// two-hour lock needs no second setting.
 	o.FenceRetention = max(o.FenceRetention, o.TTL)
-	return o, checkOptions(o)
+	return o, checkSettings(o)
 }
 
-func checkOptions(o lockconf.Options) error {
+func checkSettings(o settings) error {
 	if err := checkMillis("TTL", o.TTL); err != nil {
 		return err
 	}
@@ -100,7 +188,7 @@ func checkOptions(o lockconf.Options) error {
 		return fmt.Errorf("%w: queue lease %v, want at least 3ms", ErrInvalid, o.QueueLease)
 	case o.ReleaseTimeout <= 0:
 		return fmt.Errorf("%w: release timeout %v, want more than 0", ErrInvalid, o.ReleaseTimeout)
-	case o.ReleaseStyle < lockconf.ReleasePingEval || o.ReleaseStyle > lockconf.ReleaseGetDel:
+	case o.ReleaseStyle < releasePingEval || o.ReleaseStyle > releaseGetDel:
 		return fmt.Errorf("%w: release style %d", ErrInvalid, o.ReleaseStyle)
 	}
 	if err := checkReplicaAck(o); err != nil {

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
-	"github.com/batonlock/baton/internal/lockconf"
-	"github.com/batonlock/baton/internal/lockstate"
+	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -23,7 +21,7 @@ import (
 // timeout would. A caller whose context ends first returns at once, with
 // an error that says the outcome is unknown, and the release goes on, to
 // the same bound, in a goroutine the Locker owns.
-func (c *claim) release(ctx context.Context, w *lockstate.Write) error {
+func (c *claim) release(ctx context.Context, w *Write) error {
 	by := time.Now().Add(c.l.opts.ReleaseTimeout)
 	if ctx.Err() == nil {
 		bounded := ctx
@@ -67,7 +65,7 @@ func decided(err error) bool {
 	if errors.As(err, &uncertain) || cluster.RefusedForNow(err) {
 		return false
 	}
-	return errors.Is(err, ErrNotHeld) || errors.Is(err, lockstate.ErrStateMissing) || isErrorReply(err)
+	return errors.Is(err, ErrNotHeld) || errors.Is(err, ErrStateMissing) || isErrorReply(err)
 }
 
 // releaseInBackground releases for an owner who is no longer waiting; it
@@ -75,7 +73,7 @@ func decided(err error) bool {
 // the owner, whatever the release style: the owner may never have held
 // the lock, which another may hold now.
 func (c *claim) releaseInBackground() {
-	c.l.inBackground(func(ctx context.Context) { _ = c.releaseNow(ctx, time.Time{}, nil, lockconf.ReleasePingEval) })
+	c.l.inBackground(func(ctx context.Context) { _ = c.releaseNow(ctx, time.Time{}, nil, releasePingEval) })
 }
 
 // withdrawInBackground ends the claim of a fast-mode waiter that gave up:
@@ -115,7 +113,7 @@ func (l *Locker) inBackground(fn func(ctx context.Context)) {
 // a new connection when the connection broke under it, until giveUp if it
 // is not zero: every release script compares the owner first, so running
 // it twice is harmless.
-func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.Write, style lockconf.ReleaseStyle) error {
+func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, style releaseStyle) error {
 	v := retried{giveUp: giveUp}
 	var short, err error
 	for v.value, short, err = c.sendRelease(ctx, w, style); c.l.retrying(ctx, &v, err); {
@@ -139,7 +137,7 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *lockstate.W
 		}
 		done = n == 0
 		if n == -2 {
-			return c.errorf("unlock", lockstate.ErrStateMissing)
+			return c.errorf("unlock", ErrStateMissing)
 		}
 	} else {
 		n, err := integerReply(v.value, 0, 2)
@@ -180,7 +178,7 @@ func isErrorReply(err error) bool {
 // failed wrote nothing and left the lock as it was, held by this owner.
 // Left so, the lock would stay held for its TTL by a lease that has
 // ended. The error says that nothing was written.
-func (c *claim) refusedWriteBack(ctx context.Context, refused error, style lockconf.ReleaseStyle) error {
+func (c *claim) refusedWriteBack(ctx context.Context, refused error, style releaseStyle) error {
 	err := c.releaseNow(ctx, time.Time{}, nil, style)
 	switch {
 	case err == nil:
@@ -194,14 +192,14 @@ func (c *claim) refusedWriteBack(ctx context.Context, refused error, style lockc
 // sendRelease sends the release once, in the style asked for. A
 // write-back waits for the replicas WithReplicaAck asks for, and short
 // says if too few acknowledged it.
-func (c *claim) sendRelease(ctx context.Context, w *lockstate.Write, style lockconf.ReleaseStyle) (v resp.Value, short, err error) {
+func (c *claim) sendRelease(ctx context.Context, w *Write, style releaseStyle) (v resp.Value, short, err error) {
 	l, n := c.l, c.names
 	switch {
 	case w != nil && l.opts.Fair:
-		v, _, short, err = l.runAcked(ctx, c.cmd, l.scripts.fairCommit, true, append(n.fairKeys(), w.Key), commitArgs(w, c, false), nil)
+		v, _, short, err = l.runAcked(ctx, c.cmd, l.scripts.fairCommit, true, append(n.fairKeys(), w.Key), commitArgs(w, c), nil)
 		return v, short, err
 	case w != nil:
-		v, _, short, err = l.runAcked(ctx, c.cmd, l.scripts.commit, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c, false), nil)
+		v, _, short, err = l.runAcked(ctx, c.cmd, l.scripts.commit, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c), nil)
 		return v, short, err
 	}
 	return c.sendPlainRelease(ctx, style)
@@ -210,15 +208,15 @@ func (c *claim) sendRelease(ctx context.Context, w *lockstate.Write, style lockc
 // sendPlainRelease sends a release without a write, in the style asked
 // for. The styles that reproduce the problem baton fixes, which serve
 // benchmarks, wait for no replica.
-func (c *claim) sendPlainRelease(ctx context.Context, style lockconf.ReleaseStyle) (v resp.Value, short, err error) {
+func (c *claim) sendPlainRelease(ctx context.Context, style releaseStyle) (v resp.Value, short, err error) {
 	l, n := c.l, c.names
 	switch {
 	case l.opts.Fair:
 		return l.runAckedIfAsked(ctx, c.cmd, l.scripts.fairRelease, true, n.fairKeys(), c.owner, l.windowArg)
-	case style == lockconf.ReleaseEval:
+	case style == releaseEval:
 		v, err = run(ctx, c.cmd, plainReleaseScript, false, []string{n.lock}, c.owner)
 		return v, nil, err
-	case style == lockconf.ReleaseGetDel:
+	case style == releaseGetDel:
 		v, err := c.cmd.Do(ctx, "GETDEL", n.lock)
 		if err != nil {
 			return v, nil, err

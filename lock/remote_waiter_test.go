@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
-	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 )
@@ -30,9 +29,9 @@ const (
 // modes are the ways of running the lock that the scenario compares: the
 // fast mode's release styles, and fair mode.
 var modes = map[string][]lock.Option{
-	"ping+eval": {lock.WithReleaseStyle(lockconf.ReleasePingEval)},
-	"eval":      {lock.WithReleaseStyle(lockconf.ReleaseEval)},
-	"getdel":    {lock.WithReleaseStyle(lockconf.ReleaseGetDel)},
+	"ping+eval": {lock.WithReleaseStyle(lock.ReleasePingEval)},
+	"eval":      {lock.WithReleaseStyle(lock.ReleaseEval)},
+	"getdel":    {lock.WithReleaseStyle(lock.ReleaseGetDel)},
 	"fair":      {lock.WithFair()},
 }
 

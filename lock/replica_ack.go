@@ -7,15 +7,14 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/resp"
 )
 
 // errReplicaAck is in the error of a call whose write fewer replicas
 // acknowledged, within the timeout, than WithReplicaAck asks for. Callers
 // match what the outcome means instead: ErrNotAcquired for an acquire,
-// which was undone, and conn.UncertainError for an extension or a
-// write-back, which landed on the primary.
+// which was undone, and conn.UncertainError for an extension, a
+// write-back or a release, which landed on the primary.
 var errReplicaAck = errors.New("lock: too few replicas acknowledged the write")
 
 // WithReplicaAck makes every acquire, extension, write-back and release
@@ -62,11 +61,11 @@ var errReplicaAck = errors.New("lock: too few replicas acknowledged the write")
 // Default: off (n = 0). n must be at least 0, and timeout at least a
 // millisecond when n is not 0 (WAIT's 0 would wait for ever).
 func WithReplicaAck(n int, timeout time.Duration) Option {
-	return func(o *lockconf.Options) { o.ReplicaAcks, o.ReplicaAckTimeout = n, timeout }
+	return option(func(o *settings) { o.ReplicaAcks, o.ReplicaAckTimeout = n, timeout })
 }
 
 // checkReplicaAck checks WithReplicaAck's values.
-func checkReplicaAck(o lockconf.Options) error {
+func checkReplicaAck(o settings) error {
 	switch {
 	case o.ReplicaAcks < 0:
 		return fmt.Errorf("%w: %d replica acknowledgements, want 0 or more", ErrInvalid, o.ReplicaAcks)
@@ -78,7 +77,7 @@ func checkReplicaAck(o lockconf.Options) error {
 
 // waitCommand is the WAIT that follows a write under WithReplicaAck, or
 // nil without it.
-func waitCommand(o lockconf.Options) []string {
+func waitCommand(o settings) []string {
 	if o.ReplicaAcks == 0 {
 		return nil
 	}
@@ -143,7 +142,7 @@ func (c *claim) unacknowledgedRelease(short error) error {
 		ctx, cancel := context.WithTimeout(c.l.bgCtx, c.l.opts.ReleaseTimeout)
 		defer cancel()
 		c.l.untilAcknowledged(ctx, func(ctx context.Context) (v resp.Value, short, err error) {
-			return c.sendPlainRelease(ctx, lockconf.ReleasePingEval)
+			return c.sendPlainRelease(ctx, releasePingEval)
 		})
 	}
 	if !c.l.spawn(resend) {

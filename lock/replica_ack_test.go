@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
@@ -120,7 +120,7 @@ func TestReplicaAckOnACluster(t *testing.T) {
 			ls, err := l.Lock(ctx, key)
 			require.NoError(t, err)
 			require.NoError(t, ls.Extend(ctx, 10*time.Second))
-			held, err := lock.Commit(ctx, ls, state, true)
+			held, err := ls.Commit(ctx, state)
 			require.NoError(t, err)
 			require.True(t, held)
 			// Each script is sent again as EVAL where the node answers
@@ -141,7 +141,7 @@ func TestReplicaAckOnACluster(t *testing.T) {
 			var extendUncertain *conn.UncertainError
 			require.ErrorAs(t, err, &extendUncertain, "on the primary, perhaps not after a failover")
 			require.Equal(t, deadline, lock.Deadline(ls), "an unacknowledged extension leaves the deadline")
-			_, err = lock.Commit(ctx, ls, state, true)
+			_, err = ls.Commit(ctx, state)
 			var uncertain *conn.UncertainError
 			require.ErrorAs(t, err, &uncertain)
 			require.ErrorIs(t, err, lock.ErrReplicaAck)

@@ -37,7 +37,7 @@ func TestARefusedRetryOfAWriteBackDoesNotSayNothingWasWritten(t *testing.T) {
 	})
 	ls, err := l.TryLock(context.Background(), "k")
 	require.NoError(t, err)
-	_, err = lock.Commit(context.Background(), ls, lock.Write{Key: "baton:{k}:state", Value: "v", TTL: time.Minute}, false)
+	_, err = ls.Commit(context.Background(), lock.Write{Key: "baton:{k}:state", Value: "v", TTL: time.Minute, Unlock: true})
 	require.Error(t, err)
 	t.Logf("Commit: %v", err)
 	require.Equal(t, int32(2), commits.Load(), "the write-back was sent again")

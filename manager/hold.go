@@ -7,7 +7,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/batonlock/baton/internal/lockstate"
 	"github.com/batonlock/baton/lock"
 )
 
@@ -74,7 +73,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 		return err
 	}
 	err = m.writeHeld(ctx, token, h, data, true)
-	if !errors.Is(err, lockstate.ErrStateMissing) || h.lease == nil {
+	if !errors.Is(err, lock.ErrStateMissing) || h.lease == nil {
 		ok = true
 		return err
 	}
@@ -91,7 +90,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 // modifyAndHold acquires and loads as Modify does, and keeps the lease.
 func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding, fn func(*T) error) error {
 	key := m.Key(token)
-	lease, replies, err := lockOps.LockThen(m.locker, ctx, token, []string{"GET", key})
+	lease, replies, err := m.locker.LockAndDo(ctx, token, []string{"GET", key})
 	if err != nil {
 		return fmt.Errorf("manager: modify %q: %w", token, err)
 	}
@@ -125,28 +124,29 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 // writeHeld writes data back with the lease kept, unless another instance
 // asked for the lock, which the same script then hands it to. With
 // ifExists, a missing state writes nothing and returns an error matching
-// lockstate.ErrStateMissing, with the lease still held.
+// lock.ErrStateMissing, with the lease still held.
 //
 // If ctx has ended (fn may have cancelled it), it writes back and releases
 // in one, as Modify without hold does, which completes in the background
 // (an error matching conn.UncertainError says so), and the hold ends: a
 // write with the lease kept could not be sent, and would be uncertain.
 func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, data []byte, ifExists bool) error {
-	w := lockstate.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}
+	w := lock.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}
 	if ctx.Err() != nil {
 		// The usual outcome is an error matching conn.UncertainError:
 		// the write-back and release go on in the background, and the
 		// lease has ended. letGo lets go of a lease that a refusal
 		// before sending left held, and forgets it either way.
-		_, err := lockOps.Commit(h.lease, ctx, w, false)
+		w.Unlock = true
+		_, err := h.lease.Commit(ctx, w)
 		m.letGo(ctx, h)
 		if err != nil {
 			return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 		}
 		return nil
 	}
-	held, err := lockOps.Commit(h.lease, ctx, w, true)
-	if errors.Is(err, lockstate.ErrStateMissing) {
+	held, err := h.lease.Commit(ctx, w)
+	if errors.Is(err, lock.ErrStateMissing) {
 		return err
 	}
 	if err != nil {

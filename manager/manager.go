@@ -7,14 +7,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/batonlock/baton/cluster"
-	"github.com/batonlock/baton/internal/lockstate"
+	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
 )
-
-// lockOps are the lock's operations for state kept beside it.
-var lockOps = lockstate.Get[lock.Locker, lock.Lease]()
 
 // ErrInvalid is matched by errors for bad arguments: an empty token, a nil
 // function or context, an option of the wrong type or out of range, a
@@ -118,7 +114,7 @@ func (m *Manager[T]) checkPrefixes() error {
 // token, and ends at the first '}' after it, which lies in the same place
 // in both.
 func (m *Manager[T]) checkTag(token string) error {
-	lockKey, stateKey := lockOps.LockKey(m.locker, token), m.Key(token)
+	lockKey, stateKey := m.locker.Key(token), m.Key(token)
 	if cluster.HashTag(lockKey) != cluster.HashTag(stateKey) {
 		return fmt.Errorf("%w: the state of token %q, %q, would not share the hash tag of its lock, %q: see WithKeyPrefix", ErrInvalid, token, stateKey, lockKey)
 	}
@@ -171,7 +167,7 @@ func (m *Manager[T]) Get(ctx context.Context, token string) (T, error) {
 	if err := m.check(ctx, token); err != nil {
 		return v, err
 	}
-	reply, err := lockOps.Commander(m.locker, m.Key(token)).Do(ctx, "GET", m.Key(token))
+	reply, err := m.locker.Do(ctx, token, "GET", m.Key(token))
 	if err != nil {
 		return v, fmt.Errorf("manager: get %q: %w", token, err)
 	}

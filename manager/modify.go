@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/batonlock/baton/internal/lockstate"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
 )
@@ -63,7 +62,7 @@ func (m *Manager[T]) Modify(ctx context.Context, token string, fn func(*T) error
 // release.
 func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) error) (err error) {
 	key := m.Key(token)
-	lease, replies, err := lockOps.LockThen(m.locker, ctx, token, []string{"GET", key})
+	lease, replies, err := m.locker.LockAndDo(ctx, token, []string{"GET", key})
 	if err != nil {
 		return fmt.Errorf("manager: modify %q: %w", token, err)
 	}
@@ -89,7 +88,7 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) e
 		return err
 	}
 	written = true
-	if _, err := lockOps.Commit(lease, ctx, lockstate.Write{Key: key, Value: string(data), TTL: m.ttl}, false); err != nil {
+	if _, err := lease.Commit(ctx, lock.Write{Key: key, Value: string(data), TTL: m.ttl, Unlock: true}); err != nil {
 		// Refused before anything was sent (New and check refuse what it
 		// would refuse, so this is a backstop): the lease is still held.
 		written = !errors.Is(err, lock.ErrInvalid)

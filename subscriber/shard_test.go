@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/cluster"
+	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"

@@ -12,7 +12,6 @@ import (
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/cmdstats"
 	"github.com/batonlock/baton/internal/latency"
-	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/internal/runkeys"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
@@ -63,7 +62,7 @@ func benchmark(ctx context.Context, addr string, c benchConfig, notes io.Writer)
 
 	opts := []lock.Option{
 		lock.WithKeyPrefix(prefix),
-		lock.Option(lockconf.WithFenceRetention(benchLeftoverTTL)),
+		lock.WithFenceRetention(benchLeftoverTTL),
 		lock.WithConnOptions(conn.WithClientName(benchClientName)),
 	}
 	if c.mode == "fair" {

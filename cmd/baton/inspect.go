@@ -7,9 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/batonlock/baton/internal/lockconf"
 	"github.com/batonlock/baton/lock"
-	"github.com/batonlock/baton/subscriber"
 )
 
 // inspectTimeout bounds the whole inspection. Dialing has its own bound
@@ -90,10 +88,6 @@ func runInspect(ctx context.Context, args []string, out outputs) error {
 	return nil
 }
 
-// eventsConfigured tells Open's subscribers that the keyspace events are
-// on, so that they neither read nor set them.
-var eventsConfigured = lock.Option(lockconf.WithSubscriberOptions(subscriber.WithKeyspaceEventsConfigured()))
-
 // inspect reads the lock. An inspector must leave the server's settings
 // alone, so the Locker is told the keyspace events are configured (it
 // then neither reads nor sets them) and that eviction is the operator's
@@ -103,7 +97,7 @@ var eventsConfigured = lock.Option(lockconf.WithSubscriberOptions(subscriber.Wit
 func inspect(ctx context.Context, f inspectFlags) (lock.Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
 	defer cancel()
-	opts := []lock.Option{lock.WithKeyPrefix(f.prefix), eventsConfigured, lock.Option(lockconf.WithEvictionAllowed())}
+	opts := []lock.Option{lock.WithKeyPrefix(f.prefix), lock.WithKeyspaceEventsConfigured(), lock.WithEvictionAllowed()}
 	if f.fair {
 		opts = append(opts, lock.WithFair())
 	}

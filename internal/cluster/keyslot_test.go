@@ -6,8 +6,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/batonlock/baton/cluster"
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/internal/redistest"
 )
 
