@@ -240,11 +240,11 @@ func (c *claim) listenFast(ctx context.Context, watch bool) (*fastListener, erro
 	}
 	var ln *fastListener
 	err = c.listen(ctx, func(sub *subscriber.Subscriber) error {
-		handoff, channel, err := c.directedWaiter(ctx, sub)
+		handoff, err := c.directedWaiter(ctx, sub)
 		if err != nil {
 			return err
 		}
-		c.asker = formatAsker(handoff.ID(), channel)
+		c.asker = formatAsker(handoff.Address())
 		ln = &fastListener{sub: sub, node: node, handoff: handoff}
 		if !watch {
 			return nil
@@ -270,7 +270,7 @@ func (c *claim) watchReleases(ctx context.Context, ln *fastListener) error {
 	if l.waitCmd != nil {
 		early.cmds = append(early.cmds, l.waitCmd)
 	}
-	release, err := ln.sub.Watch(ctx, c.names.lock, subscriber.OnRelease(early.send))
+	release, err := ln.sub.Watch(ctx, subscriber.Topic{Key: c.names.lock, OnRelease: early.send})
 	if err != nil {
 		return err
 	}
@@ -318,8 +318,9 @@ func (ln *fastListener) disarm() bool {
 	return ln.early == nil || ln.early.armed.CompareAndSwap(true, false)
 }
 
-// formatAsker is where a hand-off reaches a waiter, as a request names it.
-func formatAsker(waiterID uint64, channel string) string {
+// formatAsker is where a hand-off reaches a waiter (see
+// subscriber.Waiter.Address), as a request names it.
+func formatAsker(channel string, waiterID uint64) string {
 	return strconv.FormatUint(waiterID, 10) + " " + channel
 }
 

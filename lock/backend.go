@@ -34,7 +34,7 @@ type backend interface {
 	node(ctx context.Context, key string) (*conn.Client, error)
 	// contended reports whether this process has a waiter on key's lock
 	// (a name from keyNames), or still hears its releases after a recent
-	// wait (subscriber.WithLinger). It never dials.
+	// wait (the Subscriber's linger). It never dials.
 	contended(lockName string) bool
 	// subscriber is the Subscriber that hears key's releases, hand-offs
 	// and requests.
@@ -65,7 +65,7 @@ func (s single) commander(string) commander { return s.client }
 func (s single) node(context.Context, string) (*conn.Client, error) { return s.client, nil }
 
 func (s single) contended(lockName string) bool {
-	return s.sub.Waiting(lockName) || s.sub.Watched(lockName)
+	return s.sub.Hears(lockName)
 }
 
 func (s single) subscriber(context.Context, string) (*subscriber.Subscriber, error) {

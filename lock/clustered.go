@@ -63,7 +63,7 @@ func (b *clustered) contended(lockName string) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	for _, s := range b.subs {
-		if s.Waiting(lockName) || s.Watched(lockName) {
+		if s.Hears(lockName) {
 			return true
 		}
 	}

@@ -41,7 +41,7 @@ func AskAs(ctx context.Context, l *Locker, key, owner string, waiterID uint64, c
 	defer l.exit()
 	c := l.newClaim(key)
 	c.owner = owner
-	c.asker = formatAsker(waiterID, channel)
+	c.asker = formatAsker(channel, waiterID)
 	ls, _, _, err := c.tryFast(ctx, true, nil)
 	if ls == nil && err == nil {
 		return nil, ErrNotAcquired

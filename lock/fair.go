@@ -86,11 +86,10 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 }
 
 // fairListener is a fair waiter's registration for hand-offs, on the
-// Subscriber of the key's node, and the channel they come on.
+// Subscriber of the key's node.
 type fairListener struct {
-	sub     *subscriber.Subscriber
-	w       *subscriber.Waiter
-	channel string
+	sub *subscriber.Subscriber
+	w   *subscriber.Waiter
 }
 
 // listenFair registers the claim's waiter for hand-offs. On success the
@@ -98,9 +97,9 @@ type fairListener struct {
 func (c *claim) listenFair(ctx context.Context) (*fairListener, error) {
 	var fl *fairListener
 	err := c.listen(ctx, func(sub *subscriber.Subscriber) error {
-		w, channel, err := c.directedWaiter(ctx, sub)
+		w, err := c.directedWaiter(ctx, sub)
 		if err == nil {
-			c.listener = fairListener{sub: sub, w: w, channel: channel}
+			c.listener = fairListener{sub: sub, w: w}
 			fl = &c.listener
 		}
 		return err
@@ -121,7 +120,9 @@ func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]stri
 	l := c.l
 	queueArg, id, channel := "0", "0", ""
 	if fl != nil {
-		queueArg, id, channel = "1", strconv.FormatUint(fl.w.ID(), 10), fl.channel
+		var waiterID uint64
+		channel, waiterID = fl.w.Address()
+		queueArg, id = "1", strconv.FormatUint(waiterID, 10)
 	}
 	queuedArg := "0"
 	if c.queued {

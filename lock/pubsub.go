@@ -51,26 +51,21 @@ func knowsSPublish(ctx context.Context, c commander) (bool, error) {
 	return v.Type == resp.Array && len(v.Elems) == 1 && !v.Elems[0].IsNull(), nil
 }
 
-// directedWaiter registers a waiter for hand-offs on sub, and returns it
-// with the channel they come on: under shard channels the claim's own, in
-// the lock's slot, else the Subscriber's.
-func (c *claim) directedWaiter(ctx context.Context, sub *subscriber.Subscriber) (*subscriber.Waiter, string, error) {
-	if !c.l.sharded {
-		w, err := sub.Directed()
-		return w, sub.Channel(), err
+// directedWaiter registers a waiter for hand-offs on sub: under shard
+// channels on one of the lock's own, in its slot (<lock>:to:<process
+// channel>), else on the process's channel.
+func (c *claim) directedWaiter(ctx context.Context, sub *subscriber.Subscriber) (*subscriber.Waiter, error) {
+	topic := subscriber.Topic{Directed: true}
+	if c.l.sharded {
+		topic.Channel, topic.Shard = c.names.lock+":to:", true
 	}
-	channel := c.handoffChannel(sub.Channel())
-	w, err := sub.DirectedOn(ctx, channel)
-	return w, channel, err
+	return sub.Watch(ctx, topic)
 }
 
 // watchRequests registers a waiter for requests on the lock (its wanted
 // channel), on a shard channel or a plain one as the Locker publishes.
 func (c *claim) watchRequests(ctx context.Context, sub *subscriber.Subscriber) (*subscriber.Waiter, error) {
-	if c.l.sharded {
-		return sub.WatchShardChannel(ctx, c.names.wanted)
-	}
-	return sub.WatchChannel(ctx, c.names.wanted)
+	return sub.Watch(ctx, subscriber.Topic{Channel: c.names.wanted, Shard: c.l.sharded})
 }
 
 // listenAttempts bounds how often a claim looks for the node to listen on
@@ -97,10 +92,4 @@ func (c *claim) listen(ctx context.Context, subscribe func(*subscriber.Subscribe
 		}
 	}
 	return err
-}
-
-// handoffChannel is where a claim's waiter hears a hand-off under shard
-// channels: one per lock and Subscriber, in the lock's slot.
-func (c *claim) handoffChannel(subChannel string) string {
-	return c.names.lock + ":to:" + subChannel
 }

@@ -82,13 +82,13 @@ func TestASeveredConnectionIsFoundAndReplaced(t *testing.T) {
 		{
 			name: "directed message",
 			waiter: func(t *testing.T, s *subscriber.Subscriber) *subscriber.Waiter {
-				w, err := s.Directed()
+				w, err := s.Watch(context.Background(), subscriber.Topic{Directed: true})
 				require.NoError(t, err)
 				t.Cleanup(w.Close)
 				return w
 			},
 			notify: func(t *testing.T, srv *redistest.Server, s *subscriber.Subscriber, w *subscriber.Waiter) {
-				srv.Do(t, "PUBLISH", s.Channel(), strconv.FormatUint(w.ID(), 10))
+				srv.Do(t, "PUBLISH", channelOf(w), idOf(w))
 			},
 		},
 	} {
@@ -119,7 +119,7 @@ func TestAWatchOnASeveredConnectionIsConfirmedAfterTheRedial(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), found)
 	defer cancel()
-	w, err := s.Watch(ctx, "k")
+	w, err := s.Watch(ctx, subscriber.Topic{Key: "k"})
 	require.NoError(t, err, "the SUBSCRIBE was never confirmed")
 	defer w.Close()
 
@@ -228,7 +228,7 @@ func TestAStalledConnectionIsRedialled(t *testing.T) {
 		serveSubscribe(s, -1, &pings)
 	})
 	s := newSubscriberAt(t, f.Addr, healthOptions(subscriber.WithKeyspaceEventsConfigured())...)
-	w, err := s.Directed()
+	w, err := s.Watch(context.Background(), subscriber.Topic{Directed: true})
 	require.NoError(t, err)
 	defer w.Close()
 

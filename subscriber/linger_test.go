@@ -15,11 +15,11 @@ import (
 func TestALingeringSubscriptionServesTheNextWaiterWithoutACommand(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newSubscriber(t, srv, subscriber.WithLinger(time.Hour))
-	require.False(t, s.Watched("k"))
+	require.False(t, s.Hears("k"))
 	w := watch(t, s, "k")
-	require.True(t, s.Watched("k"))
+	require.True(t, s.Hears("k"))
 	w.Close()
-	require.True(t, s.Watched("k"), "the subscription lingers")
+	require.True(t, s.Hears("k"), "the subscription lingers")
 	require.Equal(t, int64(1), numsub(t, srv, "__keyspace@0__:k"))
 
 	// A release that reaches no waiter is dropped, not kept for the next.
@@ -39,7 +39,7 @@ func TestALingerRunsOutAndTheSubscriptionGoes(t *testing.T) {
 	w := watch(t, s, "k")
 	w.Close()
 	requireNumsub(t, srv, "__keyspace@0__:k", 0)
-	require.False(t, s.Watched("k"))
+	require.False(t, s.Hears("k"))
 
 	// A waiter that comes back within the linger keeps the subscription
 	// past it, and its leaving starts a linger of its own.
@@ -60,7 +60,7 @@ func TestWithoutLingerTheLastWaiterLeavingUnsubscribesAtOnce(t *testing.T) {
 	w := watch(t, s, "k")
 	w.Close()
 	requireNumsub(t, srv, "__keyspace@0__:k", 0)
-	require.False(t, s.Watched("k"))
+	require.False(t, s.Hears("k"))
 }
 
 func TestAReconnectEndsEveryLinger(t *testing.T) {
@@ -73,7 +73,7 @@ func TestAReconnectEndsEveryLinger(t *testing.T) {
 	requireWoken(t, other)
 	requireNumsub(t, srv, "__keyspace@0__:other", 1)
 	require.Equal(t, int64(0), numsub(t, srv, "__keyspace@0__:k"))
-	require.False(t, s.Watched("k"))
+	require.False(t, s.Hears("k"))
 }
 
 var subscribeStat = regexp.MustCompile(`cmdstat_subscribe:calls=(\d+)`)

@@ -2,6 +2,7 @@ package subscriber_test
 
 import (
 	"context"
+	"strconv"
 	"testing"
 	"time"
 
@@ -26,10 +27,36 @@ func newSubscriber(t *testing.T, srv *redistest.Server, opts ...subscriber.Optio
 
 func watch(t *testing.T, s *subscriber.Subscriber, key string) *subscriber.Waiter {
 	t.Helper()
-	w, err := s.Watch(context.Background(), key)
+	w, err := s.Watch(context.Background(), subscriber.Topic{Key: key})
 	require.NoError(t, err)
 	t.Cleanup(w.Close)
 	return w
+}
+
+// directed registers a directed waiter: on the process's channel when
+// shardPrefix is "", else on that shard channel prefix.
+func directed(t *testing.T, s *subscriber.Subscriber, shardPrefix string) *subscriber.Waiter {
+	t.Helper()
+	topic := subscriber.Topic{Directed: true}
+	if shardPrefix != "" {
+		topic.Channel, topic.Shard = shardPrefix, true
+	}
+	w, err := s.Watch(context.Background(), topic)
+	require.NoError(t, err)
+	t.Cleanup(w.Close)
+	return w
+}
+
+// channelOf is the channel a directed waiter hears.
+func channelOf(w *subscriber.Waiter) string {
+	channel, _ := w.Address()
+	return channel
+}
+
+// idOf is a directed waiter's ID as a message names it.
+func idOf(w *subscriber.Waiter) string {
+	_, id := w.Address()
+	return strconv.FormatUint(id, 10)
 }
 
 // woken reports whether w has a wake-up pending, taking it.

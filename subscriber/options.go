@@ -10,12 +10,11 @@ import (
 type Option func(*options)
 
 type options struct {
-	connOptions         []conn.Option
-	healthCheck         time.Duration
-	keyspaceEvents      bool
-	keyspaceConfigured  bool
-	directedChannelRoot string
-	linger              time.Duration
+	connOptions        []conn.Option
+	healthCheck        time.Duration
+	keyspaceEvents     bool
+	keyspaceConfigured bool
+	linger             time.Duration
 }
 
 // defaultHealthCheck is WithHealthCheck's default, and the bound on every
@@ -23,10 +22,10 @@ type options struct {
 const defaultHealthCheck = 5 * time.Second
 
 func defaultOptions() options {
-	return options{keyspaceEvents: true, directedChannelRoot: "baton:wake:", healthCheck: defaultHealthCheck, linger: defaultLinger}
+	return options{keyspaceEvents: true, healthCheck: defaultHealthCheck, linger: defaultLinger}
 }
 
-// defaultLinger is WithLinger's default.
+// defaultLinger is withLinger's default.
 const defaultLinger = time.Second
 
 // WithConnOptions passes options to the subscriber's connection (TLS,
@@ -50,12 +49,6 @@ func WithKeyspaceEventsConfigured() Option {
 // Default: keyspace events are used.
 func WithoutKeyspaceEvents() Option {
 	return func(o *options) { o.keyspaceEvents = false }
-}
-
-// WithDirectedChannelPrefix sets the prefix of the per-process channel for
-// directed wake-ups; a random suffix makes it unique. Default: "baton:wake:".
-func WithDirectedChannelPrefix(prefix string) Option {
-	return func(o *options) { o.directedChannelRoot = prefix }
 }
 
 // WithHealthCheck bounds how long the subscribe connection can be dead
@@ -83,16 +76,16 @@ func WithHealthCheck(d time.Duration) Option {
 	return func(o *options) { o.healthCheck = d }
 }
 
-// WithLinger keeps the subscription to a key's releases (Watch) for d
+// withLinger keeps the subscription to a key's releases (Watch) for d
 // after its last local waiter leaves. A key waited on again within d needs
 // no SUBSCRIBE (nor the UNSUBSCRIBE before it): under steady contention
 // each wait would otherwise cost two commands and their round trips on the
 // subscribe connection, and a Lock on such a key can register before its
-// first attempt at no cost (see Watched). Events on a lingering channel
+// first attempt at no cost (see Hears). Events on a lingering channel
 // reach no waiter and are dropped. Other channels do not linger. A new
 // connection subscribes only to channels with waiters, so a reconnect
 // ends every linger. Default: 1s; 0 drops a subscription as soon as its
 // last waiter leaves.
-func WithLinger(d time.Duration) Option {
+func withLinger(d time.Duration) Option {
 	return func(o *options) { o.linger = max(d, 0) }
 }

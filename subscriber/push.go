@@ -12,7 +12,7 @@ import (
 // keyspacePrefix, which New learns only once the reader goroutine that runs
 // onPush has started. The Subscriber subscribes to keyspace channels of
 // its own database alone, so the two tests differ only for a channel that
-// WatchChannel was given, and a message on any keyspace channel names an
+// a Topic.Channel names, and a message on any keyspace channel names an
 // event all the same.
 const keyspaceChannels = "__keyspace@"
 
@@ -59,7 +59,7 @@ func (s *Subscriber) onPush(v resp.Value) {
 // "<id> <message>". A directed waiter on a shard channel hears only the
 // messages on its own channel.
 func (s *Subscriber) onDirected(channel, payload string) {
-	idText, message, _ := strings.Cut(payload, " ")
+	idText, _, _ := strings.Cut(payload, " ") // text after the ID is for the waiter's owner, not used here
 	id, err := strconv.ParseUint(idText, 10, 64)
 	if err != nil {
 		return // not ours to understand
@@ -70,7 +70,6 @@ func (s *Subscriber) onDirected(channel, payload string) {
 	if w == nil || (channel != s.channel && w.key != channel) {
 		return
 	}
-	w.message = message
 	w.signal()
 }
 

@@ -2,7 +2,7 @@ package subscriber_test
 
 import (
 	"context"
-	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -27,7 +27,7 @@ func shardNumsub(t *testing.T, srv *redistest.Server, channel string) int64 {
 // it before: a message on a shard channel of its own comes after.
 func barrierShard(t *testing.T, s *subscriber.Subscriber, srv *redistest.Server) {
 	t.Helper()
-	w, err := s.WatchShardChannel(context.Background(), "barrier")
+	w, err := s.Watch(context.Background(), subscriber.Topic{Channel: "barrier", Shard: true})
 	require.NoError(t, err)
 	defer w.Close()
 	srv.Do(t, "SPUBLISH", "barrier", "x")
@@ -37,9 +37,9 @@ func barrierShard(t *testing.T, s *subscriber.Subscriber, srv *redistest.Server)
 func TestAShardChannelHearsSPublishAlone(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
-	first, err := s.WatchShardChannel(context.Background(), "{a}:wanted")
+	first, err := s.Watch(context.Background(), subscriber.Topic{Channel: "{a}:wanted", Shard: true})
 	require.NoError(t, err)
-	second, err := s.WatchShardChannel(context.Background(), "{a}:wanted")
+	second, err := s.Watch(context.Background(), subscriber.Topic{Channel: "{a}:wanted", Shard: true})
 	require.NoError(t, err)
 	require.Equal(t, int64(1), shardNumsub(t, srv, "{a}:wanted"), "one subscription for both")
 
@@ -60,55 +60,52 @@ func TestDirectedWaitersOnAShardChannelAreWokenByID(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
 	ctx := context.Background()
-	first, err := s.DirectedOn(ctx, "{a}:to:p1")
-	require.NoError(t, err)
-	second, err := s.DirectedOn(ctx, "{a}:to:p1")
-	require.NoError(t, err)
-	elsewhere, err := s.DirectedOn(ctx, "{b}:to:p1")
-	require.NoError(t, err)
+	first := directed(t, s, "{a}:to:")
+	second := directed(t, s, "{a}:to:")
+	elsewhere := directed(t, s, "{b}:to:")
+	channel := channelOf(first)
+	require.Equal(t, channel, channelOf(second), "one channel for the waiters of one prefix")
+	require.True(t, strings.HasPrefix(channel, "{a}:to:baton:wake:"), "the prefix, then the process's channel: %s", channel)
 
-	srv.Do(t, "SPUBLISH", "{a}:to:p1", strconv.FormatUint(second.ID(), 10)+" offer")
+	srv.Do(t, "SPUBLISH", channel, idOf(second)+" offer")
 	// A message naming a waiter of another channel wakes nobody.
-	srv.Do(t, "SPUBLISH", "{a}:to:p1", strconv.FormatUint(elsewhere.ID(), 10))
+	srv.Do(t, "SPUBLISH", channel, idOf(elsewhere))
 	barrierShard(t, s, srv)
 	require.Equal(t, []bool{false, true, false}, []bool{woken(first), woken(second), woken(elsewhere)})
-	require.Equal(t, "offer", second.TakeMessage())
 
 	// A directed waiter that leaves hands its wake-up to nobody.
-	srv.Do(t, "SPUBLISH", "{a}:to:p1", strconv.FormatUint(first.ID(), 10))
+	srv.Do(t, "SPUBLISH", channel, idOf(first))
 	barrierShard(t, s, srv)
 	first.Close()
 	require.False(t, woken(second))
 
-	_, err = s.WatchShardChannel(ctx, "{a}:to:p1")
+	_, err := s.Watch(ctx, subscriber.Topic{Channel: channel, Shard: true})
 	require.ErrorIs(t, err, subscriber.ErrChannelInUse)
-	_, err = s.WatchChannel(ctx, "{a}:to:p1")
+	_, err = s.Watch(ctx, subscriber.Topic{Channel: channel})
 	require.ErrorIs(t, err, subscriber.ErrChannelInUse)
 
 	second.Close()
 	elsewhere.Close()
-	redistest.Eventually(t, func() bool { return shardNumsub(t, srv, "{a}:to:p1") == 0 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, func() bool { return shardNumsub(t, srv, channel) == 0 }, 5*time.Second, time.Millisecond)
 }
 
 func TestShardChannelsAreSubscribedAgainAfterAReconnect(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
 	ctx := context.Background()
-	directed, err := s.DirectedOn(ctx, "{a}:to:p1")
-	require.NoError(t, err)
-	defer directed.Close()
-	wanted, err := s.WatchShardChannel(ctx, "{a}:wanted")
+	to := directed(t, s, "{a}:to:")
+	wanted, err := s.Watch(ctx, subscriber.Topic{Channel: "{a}:wanted", Shard: true})
 	require.NoError(t, err)
 	defer wanted.Close()
 
 	srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")
-	requireWoken(t, directed) // a reconnect wakes every waiter
+	requireWoken(t, to) // a reconnect wakes every waiter
 	requireWoken(t, wanted)
-	redistest.Eventually(t, func() bool { return shardNumsub(t, srv, "{a}:to:p1") == 1 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, func() bool { return shardNumsub(t, srv, channelOf(to)) == 1 }, 5*time.Second, time.Millisecond)
 	redistest.Eventually(t, func() bool { return shardNumsub(t, srv, "{a}:wanted") == 1 }, 5*time.Second, time.Millisecond)
 
-	srv.Do(t, "SPUBLISH", "{a}:to:p1", strconv.FormatUint(directed.ID(), 10))
-	requireWoken(t, directed)
+	srv.Do(t, "SPUBLISH", channelOf(to), idOf(to))
+	requireWoken(t, to)
 }
 
 // TestAShardChannelWhoseSlotMovesWakesItsWaiters: on a Redis Cluster, a
@@ -119,8 +116,8 @@ func TestShardChannelsAreSubscribedAgainAfterAReconnect(t *testing.T) {
 func TestAShardChannelWhoseSlotMovesWakesItsWaiters(t *testing.T) {
 	c := redistest.StartCluster(t, 2, 0)
 	ctx := context.Background()
-	channel := "{a}:to:p1"
-	slot := cluster.Slot(channel)
+	prefix := "{a}:to:"
+	slot := cluster.Slot(prefix)
 	owner := c.Primary(t, slot)
 	other := c.Nodes()[0]
 	if other == owner {
@@ -128,16 +125,14 @@ func TestAShardChannelWhoseSlotMovesWakesItsWaiters(t *testing.T) {
 	}
 
 	wrong := newSubscriber(t, other, subscriber.WithoutKeyspaceEvents())
-	_, err := wrong.DirectedOn(ctx, channel)
+	_, err := wrong.Watch(ctx, subscriber.Topic{Channel: prefix, Shard: true, Directed: true})
 	require.ErrorIs(t, err, resp.Moved)
 
 	s := newSubscriber(t, owner, subscriber.WithoutKeyspaceEvents())
-	directed, err := s.DirectedOn(ctx, channel)
-	require.NoError(t, err)
-	defer directed.Close()
+	to := directed(t, s, prefix)
 	c.MigrateSlot(t, slot, other)
-	requireWoken(t, directed)
-	require.Zero(t, shardNumsub(t, owner, channel))
+	requireWoken(t, to)
+	require.Zero(t, shardNumsub(t, owner, channelOf(to)))
 }
 
 // TestWaitersComingAndGoingKeepAShardChannelsKind: waiters that join and
@@ -152,7 +147,7 @@ func TestWaitersComingAndGoingKeepAShardChannelsKind(t *testing.T) {
 	for range 8 {
 		wg.Go(func() {
 			for range 200 {
-				w, err := s.DirectedOn(ctx, "{a}:to:p1")
+				w, err := s.Watch(ctx, subscriber.Topic{Channel: "{a}:to:", Shard: true, Directed: true})
 				if !assert.NoError(t, err) {
 					return
 				}
@@ -161,9 +156,7 @@ func TestWaitersComingAndGoingKeepAShardChannelsKind(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	w, err := s.DirectedOn(ctx, "{a}:to:p1")
-	require.NoError(t, err)
-	defer w.Close()
-	require.Equal(t, int64(1), shardNumsub(t, srv, "{a}:to:p1"))
-	require.Zero(t, numsub(t, srv, "{a}:to:p1"), "never a plain subscription")
+	w := directed(t, s, "{a}:to:")
+	require.Equal(t, int64(1), shardNumsub(t, srv, channelOf(w)))
+	require.Zero(t, numsub(t, srv, channelOf(w)), "never a plain subscription")
 }

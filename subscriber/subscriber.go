@@ -18,8 +18,19 @@ import (
 // backoff the connection options set.
 const minRedialPause = 10 * time.Millisecond
 
-// ErrClosed is returned by calls on a closed Subscriber.
-var ErrClosed = errors.New("subscriber: closed")
+// directedChannelPrefix begins every process's directed channel; a random
+// suffix makes each unique.
+const directedChannelPrefix = "baton:wake:"
+
+// errClosed is returned by calls on a closed Subscriber.
+var errClosed error = closedError{}
+
+// closedError is the error of a call on a closed Subscriber: it matches
+// conn.ErrClosed, as a call on a closed connection's does.
+type closedError struct{}
+
+func (closedError) Error() string        { return "subscriber: closed" }
+func (closedError) Is(target error) bool { return target == conn.ErrClosed }
 
 // Subscriber holds this process's subscribe-mode connection and its waiters.
 //
@@ -38,7 +49,7 @@ type Subscriber struct {
 	configureEvents bool          // turn keyspace events on at every (re)connect
 	healthCheck     time.Duration // PING after this long without a reply; 0 for never
 	replyTimeout    time.Duration // every reply on the connection is due within this
-	linger          time.Duration // see WithLinger
+	linger          time.Duration // see withLinger
 
 	ctx    context.Context // ends at Close; bounds the supervisor's calls
 	cancel context.CancelFunc
@@ -68,12 +79,12 @@ type Subscriber struct {
 	subscribed map[string]bool      // guarded by mu: channels the current connection is confirmed subscribed to
 	dirty      map[string]struct{}  // guarded by mu: channels whose subscription may need a change
 	// idleSince holds the subscribed channels that have no waiter left,
-	// and since when, until their linger (WithLinger) has passed and the
+	// and since when, until their linger (withLinger) has passed and the
 	// supervisor marks them dirty. Guarded by mu.
 	idleSince map[string]time.Time
 	// shard holds the channels subscribed with SSUBSCRIBE rather than
-	// SUBSCRIBE (see WatchShardChannel), and whether their messages are
-	// directed to one waiter by ID (DirectedOn) rather than woken in
+	// SUBSCRIBE (Topic.Shard), and whether their messages are
+	// directed to one waiter by ID (Topic.Directed) rather than woken in
 	// arrival order. An entry lives while the channel has waiters or a
 	// subscription. Guarded by mu.
 	shard  map[string]shardKind
@@ -96,7 +107,7 @@ func New(ctx context.Context, addr string, opts ...Option) (*Subscriber, error) 
 	suffix := make([]byte, 8)
 	_, _ = rand.Read(suffix) // crypto/rand.Read never fails
 	s := &Subscriber{
-		channel:         o.directedChannelRoot + hex.EncodeToString(suffix),
+		channel:         directedChannelPrefix + hex.EncodeToString(suffix),
 		keyspaceEvents:  o.keyspaceEvents,
 		configureEvents: o.keyspaceEvents && !o.keyspaceConfigured,
 		healthCheck:     max(o.healthCheck, 0),
@@ -144,16 +155,9 @@ func New(ctx context.Context, addr string, opts ...Option) (*Subscriber, error) 
 	return s, nil
 }
 
-// Channel is this process's directed wake-up channel: PUBLISH a waiter's ID
-// (see Waiter.ID) in decimal to it to wake that waiter.
-func (s *Subscriber) Channel() string { return s.channel }
-
-// DB is the database whose keyspace events the Subscriber hears.
-func (s *Subscriber) DB() int { return s.db }
-
 // Close stops the supervisor and the connection and waits for them. Every
 // waiter is woken, so that none sleeps on a wake-up that will not come;
-// later Watch and Directed calls fail with ErrClosed.
+// later Watch calls fail with an error that matches conn.ErrClosed.
 func (s *Subscriber) Close() error {
 	s.mu.Lock()
 	if s.closed {
@@ -250,7 +254,7 @@ func (s *Subscriber) endLingers() {
 }
 
 // idleLocked records that key's last waiter has left: its subscription
-// lingers (WithLinger) if it is a key's keyspace channel, or is marked for
+// lingers (withLinger) if it is a key's keyspace channel, or is marked for
 // syncDirty to drop.
 func (s *Subscriber) idleLocked(key string) {
 	if s.linger <= 0 || !s.subscribed[key] || !strings.HasPrefix(key, s.keyspacePrefix) {
@@ -339,7 +343,7 @@ func (s *Subscriber) syncDirty(cn *conn.Conn) {
 	for _, cmd := range adds {
 		err := s.doPush(s.ctx, cn, cmd...)
 		if s.ctx.Err() != nil {
-			err = ErrClosed // the failure is the closing, not the waiters'
+			err = errClosed // the failure is the closing, not the waiters'
 		} else if err != nil && cn.Err() != nil {
 			return // reconnect subscribes to every key with waiters
 		}

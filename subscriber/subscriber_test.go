@@ -114,7 +114,7 @@ func TestCancelledWatchLeavesNothingBehind(t *testing.T) {
 	s := newSubscriber(t, srv)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := s.Watch(ctx, "k")
+	_, err := s.Watch(ctx, subscriber.Topic{Key: "k"})
 	require.ErrorIs(t, err, context.Canceled)
 	requireNumsub(t, srv, "__keyspace@0__:k", 0)
 	w := watch(t, s, "k")
@@ -125,39 +125,32 @@ func TestCancelledWatchLeavesNothingBehind(t *testing.T) {
 func TestDirectedWakeUpsWakeOnlyTheirWaiter(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newSubscriber(t, srv)
-	a, err := s.Directed()
-	require.NoError(t, err)
-	defer a.Close()
-	b, err := s.Directed()
-	require.NoError(t, err)
-	defer b.Close()
-	require.NotEqual(t, a.ID(), b.ID())
-	require.True(t, strings.HasPrefix(s.Channel(), "baton:wake:"))
+	a := directed(t, s, "")
+	b := directed(t, s, "")
+	require.NotEqual(t, idOf(a), idOf(b))
+	require.Equal(t, channelOf(a), channelOf(b), "one channel for the process")
+	require.True(t, strings.HasPrefix(channelOf(a), "baton:wake:"))
 
-	srv.Do(t, "PUBLISH", s.Channel(), strconv.FormatUint(b.ID(), 10))
+	srv.Do(t, "PUBLISH", channelOf(a), idOf(b))
 	requireWoken(t, b)
 	require.False(t, woken(a))
-	srv.Do(t, "PUBLISH", s.Channel(), "not a number")
-	srv.Do(t, "PUBLISH", s.Channel(), strconv.FormatUint(a.ID(), 10)+" fence 42")
+	srv.Do(t, "PUBLISH", channelOf(a), "not a number")
+	srv.Do(t, "PUBLISH", channelOf(a), idOf(a)+" fence 42")
 	requireWoken(t, a)
-	require.Equal(t, "fence 42", a.TakeMessage())
-	require.Empty(t, a.TakeMessage())
-	require.Empty(t, b.TakeMessage())
+	require.False(t, woken(b))
 }
 
 func TestReconnectResubscribesAndWakesEveryWaiter(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newSubscriber(t, srv, subscriber.WithConnOptions(conn.WithRedialBackoff(time.Millisecond, 10*time.Millisecond)))
 	w := watch(t, s, "k")
-	d, err := s.Directed()
-	require.NoError(t, err)
-	defer d.Close()
+	d := directed(t, s, "")
 
 	srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")
 	requireWoken(t, w)
 	requireWoken(t, d)
 	require.Equal(t, int64(1), numsub(t, srv, "__keyspace@0__:k"))
-	require.Equal(t, int64(1), numsub(t, srv, s.Channel()))
+	require.Equal(t, int64(1), numsub(t, srv, channelOf(d)))
 	release(t, srv, "k")
 	requireWoken(t, w)
 }
@@ -180,10 +173,10 @@ func TestClosedSubscriberRefusesWaiters(t *testing.T) {
 	w := watch(t, s, "k")
 	require.NoError(t, s.Close())
 	requireWoken(t, w)
-	_, err = s.Watch(context.Background(), "k")
-	require.ErrorIs(t, err, subscriber.ErrClosed)
-	_, err = s.Directed()
-	require.ErrorIs(t, err, subscriber.ErrClosed)
+	_, err = s.Watch(context.Background(), subscriber.Topic{Key: "k"})
+	require.ErrorIs(t, err, conn.ErrClosed)
+	_, err = s.Watch(context.Background(), subscriber.Topic{Directed: true})
+	require.ErrorIs(t, err, conn.ErrClosed)
 	require.NoError(t, s.Close())
 }
 
@@ -191,14 +184,14 @@ func TestWithoutKeyspaceEventsLeavesTheConfigAlone(t *testing.T) {
 	srv := redistest.Start(t, redistest.WithConfig(`notify-keyspace-events ""`))
 	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
 	require.Empty(t, srv.Do(t, "CONFIG", "GET", "notify-keyspace-events").Elems[1].Str)
-	_, err := s.Watch(context.Background(), "k")
-	require.ErrorIs(t, err, subscriber.ErrNoKeyspaceEvents)
+	_, err := s.Watch(context.Background(), subscriber.Topic{Key: "k"})
+	require.ErrorIs(t, err, subscriber.ErrKeyspaceEvents)
 }
 
 func TestWatchChannelWakesOnAnyMessage(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newSubscriber(t, srv)
-	w, err := s.WatchChannel(context.Background(), "wanted:{k}")
+	w, err := s.Watch(context.Background(), subscriber.Topic{Channel: "wanted:{k}"})
 	require.NoError(t, err)
 	defer w.Close()
 	require.Equal(t, int64(1), numsub(t, srv, "wanted:{k}"))
@@ -239,7 +232,7 @@ func TestAMessageDuringNewIsHandled(t *testing.T) {
 	s, err := subscriber.New(context.Background(), f.Addr, subscriber.WithKeyspaceEventsConfigured())
 	require.NoError(t, err)
 	require.NoError(t, s.Close())
-	require.Equal(t, 0, s.DB())
+	require.Equal(t, 0, subscriber.DB(s))
 }
 
 // bulk encodes s as a RESP bulk string, for a fake server's replies.
@@ -264,7 +257,7 @@ func TestWatchInTheDatabaseTheConnectionSelects(t *testing.T) {
 			s, err := subscriber.New(ctx, tt.addr, tt.opts...)
 			require.NoError(t, err)
 			defer func() { require.NoError(t, s.Close()) }()
-			require.Equal(t, 3, s.DB())
+			require.Equal(t, 3, subscriber.DB(s))
 			w := watch(t, s, "k")
 			require.Equal(t, int64(1), numsub(t, srv, "__keyspace@3__:k"))
 			sentinel := watch(t, s, "sentinel")
@@ -296,11 +289,11 @@ func TestOnReleaseMayCloseItsWaiter(t *testing.T) {
 	called := make(chan struct{}, 1)
 	var first *subscriber.Waiter
 	ready := make(chan struct{})
-	first, err := s.Watch(context.Background(), "k", subscriber.OnRelease(func() {
+	first, err := s.Watch(context.Background(), subscriber.Topic{Key: "k", OnRelease: func() {
 		<-ready // closed before any release: never blocks
 		first.Close()
 		called <- struct{}{}
-	}))
+	}})
 	require.NoError(t, err)
 	close(ready)
 	second := watch(t, s, "k")

@@ -7,102 +7,147 @@ import (
 	"slices"
 )
 
-// ErrNoKeyspaceEvents is returned by Watch on a Subscriber made with
-// WithoutKeyspaceEvents.
-var ErrNoKeyspaceEvents = errors.New("subscriber: made without keyspace events")
-
-// ErrChannelInUse is returned for a channel watched in one way (plain,
+// errChannelInUse is returned for a channel watched in one way (plain,
 // shard, directed) and asked for in another.
-var ErrChannelInUse = errors.New("subscriber: channel in use")
+var errChannelInUse = errors.New("subscriber: channel in use")
 
-// Waiter is one goroutine's registration for wake-ups, on a key's keyspace
-// events (Watch) or on its own directed ID (Directed). Close it when done
-// waiting.
+// Waiter is one goroutine's registration for wake-ups, made by
+// [Subscriber.Watch] for a [Topic]. Close it when done waiting.
 type Waiter struct {
 	// Set when the waiter is made, read-only afterwards.
 	s   *Subscriber
 	key string // the channel watched; "" for a directed waiter on the process's channel
 	// directed is set for a waiter woken by messages with its ID: on the
-	// process's channel (key "") or on a shard channel (DirectedOn).
+	// process's channel (key "") or on a shard channel.
 	directed bool
 	id       uint64
 	wake     chan struct{} // capacity 1: a pending wake-up
 	ready    chan struct{} // closed when the subscription is confirmed or failed
-
-	// Set by the WatchOptions before the waiter is registered under s.mu,
-	// read-only afterwards; onPush reads it under s.mu.
+	// onRelease is Topic.OnRelease; onPush reads it under s.mu.
 	onRelease func()
 
-	message   string // guarded by s.mu: the text of the last directed message
-	err       error  // guarded by s.mu until ready is closed, then read-only
-	confirmed bool   // guarded by s.mu
-	left      bool   // guarded by s.mu
+	err       error // guarded by s.mu until ready is closed, then read-only
+	confirmed bool  // guarded by s.mu
+	left      bool  // guarded by s.mu
 }
 
-// WatchOption configures one Watch.
-type WatchOption func(*Waiter)
+// Topic says what wakes a [Waiter]: the releases of a key, the messages
+// on a channel, or the messages that name the waiter itself. Set Key, or
+// Channel, or Directed with or without a Channel, as the fields say; any
+// other combination is refused.
+type Topic struct {
+	// Key wakes the waiter on the key's releases: its del, expired and
+	// evicted keyspace events. The waiters of one key are woken one at a
+	// time, in arrival order. Needs keyspace events (see
+	// [WithoutKeyspaceEvents]).
+	Key string
+	// OnRelease, with Key, is called right after a release event wakes
+	// the waiter. It lets a waiter send its next acquire attempt the
+	// moment the release is heard, without waiting for its own goroutine
+	// to be scheduled. It is not called for the other wake-ups
+	// (reconnect, Close). It runs on the connection's reader goroutine
+	// and must not block: until it returns, no other message reaches any
+	// waiter of the process and no subscription is confirmed. It must not
+	// call Watch or Subscriber.Close, which wait for that goroutine;
+	// Waiter.Close and sending on a channel that has room are safe.
+	OnRelease func()
 
-// OnRelease has fn called right after a release event wakes the waiter.
-// It lets a waiter send its next acquire attempt the moment the release is
-// heard, without waiting for its own goroutine to be scheduled. It is not
-// called for the other wake-ups (reconnect, Close).
-//
-// fn runs on the connection's reader goroutine, and must not block: until
-// it returns, no other message reaches any waiter of the process and no
-// SUBSCRIBE is confirmed. Making it non-blocking is the caller's job; the
-// Subscriber does not guard against a slow fn. In particular fn must not
-// call Watch, WatchChannel or Subscriber.Close, which wait for that
-// goroutine; Waiter.Close, Wake and TakeMessage are safe, as is sending
-// on a channel that has room.
-func OnRelease(fn func()) WatchOption {
-	return func(w *Waiter) { w.onRelease = fn }
+	// Channel, without Directed, wakes the waiter on each message on the
+	// channel; the waiters of one channel are woken one at a time, in
+	// arrival order.
+	Channel string
+	// Shard subscribes Channel as a shard channel (SSUBSCRIBE, Redis 7
+	// and later), which hears SPUBLISH alone and, on a Redis Cluster,
+	// must be subscribed on the node that serves the channel's slot: a
+	// refusal there (MOVED) is returned as the server's error. When the
+	// slot moves away, the server ends the subscription and every waiter
+	// of the channel is woken, once; one that still needs it watches
+	// anew where the slot went.
+	Shard bool
+
+	// Directed makes a waiter that only a message naming it wakes: the
+	// message is its ID in decimal, optionally followed by a space and
+	// text; [Waiter.Address] says where to publish it. Without Channel,
+	// the messages come on the process's own channel, subscribed for the
+	// Subscriber's whole life, so Watch returns at once. With Shard and a
+	// Channel, they come on the shard channel named Channel followed by
+	// the process's channel name, so that another process's waiters never
+	// share it; on a Redis Cluster a Channel with a key's hash tag keeps
+	// the messages on the key's node. The directed waiters of one such
+	// channel share its subscription.
+	Directed bool
 }
 
-// Watch registers a waiter for key's releases (del, expired and evicted
-// events). It returns once the server has confirmed the subscription, so
-// that every release after Watch returns wakes a waiter of this process.
+// Watch registers a waiter for topic and returns once the server has
+// confirmed the subscription, so that every message after Watch returns
+// reaches a waiter of this process: a caller can register, retry its
+// acquire, and then wait, and never miss a release that falls in between.
 // On a connection gone half-open the confirmation comes from the new
-// connection, about two health-check intervals later (see WithHealthCheck);
-// ctx bounds the wait.
-func (s *Subscriber) Watch(ctx context.Context, key string, opts ...WatchOption) (*Waiter, error) {
-	if !s.keyspaceEvents {
-		return nil, ErrNoKeyspaceEvents
+// connection, about two health-check intervals later (see
+// [WithHealthCheck]); ctx bounds the wait.
+func (s *Subscriber) Watch(ctx context.Context, topic Topic) (*Waiter, error) {
+	var w *Waiter
+	var err error
+	switch {
+	case topic.OnRelease != nil && topic.Key == "":
+		err = errors.New("OnRelease is for a Key")
+	case topic.Key != "" && (topic.Channel != "" || topic.Shard || topic.Directed):
+		err = errors.New("a topic is a Key or a Channel, not both")
+	case topic.Key != "" && !s.keyspaceEvents:
+		return nil, fmt.Errorf("%w: the Subscriber was made WithoutKeyspaceEvents", ErrKeyspaceEvents)
+	case topic.Key != "":
+		w, err = s.watch(ctx, s.keyspacePrefix+topic.Key, topic.OnRelease, nil)
+	case topic.Directed && topic.Channel == "" && !topic.Shard:
+		return s.directedOnProcessChannel()
+	case topic.Directed && topic.Channel != "" && topic.Shard:
+		kind := shardDirected
+		w, err = s.watch(ctx, topic.Channel+s.channel, nil, &kind)
+	case topic.Directed:
+		err = errors.New("a directed waiter takes a Channel only as a shard channel")
+	case topic.Channel == "":
+		err = errors.New("a topic needs a Key, a Channel or Directed")
+	case topic.Shard:
+		kind := shardWakeNext
+		w, err = s.watch(ctx, topic.Channel, nil, &kind)
+	default:
+		w, err = s.watch(ctx, topic.Channel, nil, nil)
 	}
-	w, err := s.watch(ctx, s.keyspacePrefix+key, opts, nil)
 	if err != nil {
-		return nil, fmt.Errorf("subscriber: watching %q: %w", key, err)
+		return nil, fmt.Errorf("subscriber: watching %s: %w", topic.describe(), err)
 	}
 	return w, nil
 }
 
-// WatchChannel registers a waiter woken by every message on channel. Like
-// Watch, it returns once the subscription is confirmed; waiters of one
-// channel are woken one at a time, in arrival order.
-func (s *Subscriber) WatchChannel(ctx context.Context, channel string) (*Waiter, error) {
-	w, err := s.watch(ctx, channel, nil, nil)
-	if err != nil {
-		return nil, fmt.Errorf("subscriber: watching channel %q: %w", channel, err)
+// describe names the topic in errors.
+func (t Topic) describe() string {
+	switch {
+	case t.Key != "":
+		return fmt.Sprintf("key %q", t.Key)
+	case t.Directed && t.Channel == "" && !t.Shard:
+		return "the process's directed channel"
+	case t.Directed:
+		return fmt.Sprintf("directed channel %q", t.Channel)
+	case t.Shard:
+		return fmt.Sprintf("shard channel %q", t.Channel)
 	}
-	return w, nil
+	return fmt.Sprintf("channel %q", t.Channel)
 }
 
 // watch registers a waiter on the channel key: a plain channel when shard
 // is nil, else a shard channel of that kind, whose directed waiters are
 // woken by messages with their ID alone.
-func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption, shard *shardKind) (*Waiter, error) {
+func (s *Subscriber) watch(ctx context.Context, key string, onRelease func(), shard *shardKind) (*Waiter, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	if err := s.claimKindLocked(key, shard); err != nil {
 		s.mu.Unlock()
 		return nil, err
 	}
 	w := s.newWaiterLocked(key, false)
-	for _, o := range opts {
-		o(w)
-	}
+	w.onRelease = onRelease
 	if shard != nil && *shard == shardDirected {
 		w.directed = true
 		s.directed[w.id] = w
@@ -128,7 +173,7 @@ func (s *Subscriber) watch(ctx context.Context, key string, opts []WatchOption, 
 		return nil, ctx.Err()
 	case <-s.done:
 		w.Close()
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 }
 
@@ -140,43 +185,6 @@ const (
 	shardDirected                  // wake the waiter whose ID the message names
 )
 
-// WatchShardChannel is WatchChannel for a shard channel (Redis 7 and
-// later): it subscribes with SSUBSCRIBE, which on a Redis Cluster must go
-// to the node that serves the channel's slot, and hears SPUBLISH.
-// Messages on it wake its waiters one at a time, in arrival order. When
-// the slot moves away, the server ends the subscription: every waiter of
-// the channel is woken, and none is woken by it again; a waiter that
-// still needs it watches anew where the slot went. The error of a refused
-// SSUBSCRIBE (MOVED, for a node that does not serve the slot) matches
-// the server's reply.
-func (s *Subscriber) WatchShardChannel(ctx context.Context, channel string) (*Waiter, error) {
-	w, err := s.watchShard(ctx, channel, shardWakeNext)
-	if err != nil {
-		return nil, fmt.Errorf("subscriber: watching shard channel %q: %w", channel, err)
-	}
-	return w, nil
-}
-
-// DirectedOn registers a waiter woken, as Directed's are, by a message
-// with its ID, but on the shard channel channel (as WatchShardChannel
-// hears it) rather than on the process's channel. Waiters of the process
-// that name one channel share its subscription, which is dropped when the
-// last of them leaves. It returns once the subscription is confirmed.
-// On a Redis Cluster a channel that shares a key's hash tag keeps a
-// directed message on the key's node, where PUBLISH would be sent to every
-// node of the cluster.
-func (s *Subscriber) DirectedOn(ctx context.Context, channel string) (*Waiter, error) {
-	w, err := s.watchShard(ctx, channel, shardDirected)
-	if err != nil {
-		return nil, fmt.Errorf("subscriber: directed waiter on shard channel %q: %w", channel, err)
-	}
-	return w, nil
-}
-
-func (s *Subscriber) watchShard(ctx context.Context, channel string, kind shardKind) (*Waiter, error) {
-	return s.watch(ctx, channel, nil, &kind)
-}
-
 // claimKindLocked checks that channel is watched the way shard says (nil
 // for a plain channel, else a shard channel of that kind), or not at all,
 // and records a shard channel's kind. The kind stays while the channel
@@ -186,42 +194,34 @@ func (s *Subscriber) claimKindLocked(channel string, shard *shardKind) error {
 	inUse := len(s.keys[channel]) > 0 || s.subscribed[channel]
 	switch {
 	case shard == nil && isShard:
-		return fmt.Errorf("%w: it is watched as a shard channel", ErrChannelInUse)
+		return fmt.Errorf("%w: it is watched as a shard channel", errChannelInUse)
 	case shard != nil && inUse && (!isShard || had != *shard):
-		return fmt.Errorf("%w: it is already watched another way", ErrChannelInUse)
+		return fmt.Errorf("%w: it is already watched another way", errChannelInUse)
 	case shard != nil:
 		s.shard[channel] = *shard
 	}
 	return nil
 }
 
-// Waiting reports whether this process has a waiter on key. A caller that
-// finds none may try to acquire at once without jumping a local line.
-func (s *Subscriber) Waiting(key string) bool {
+// Hears reports whether this process hears key's releases: it has a
+// waiter on key, or the subscription lingers a moment after the last one
+// left, for the next. A Lock that finds it so waits in line behind the
+// local waiters rather than jumping it, and its Watch is confirmed at
+// once, without a command. It never sends a command.
+func (s *Subscriber) Hears(key string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.keys[s.keyspacePrefix+key]) > 0
+	channel := s.keyspacePrefix + key
+	return len(s.keys[channel]) > 0 || s.subscribed[channel]
 }
 
-// Watched reports whether key's releases are heard already: the
-// connection is subscribed to its keyspace channel, for waiters or
-// lingering after them (WithLinger). A Watch of such a key is confirmed at
-// once, without a command.
-func (s *Subscriber) Watched(key string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.subscribed[s.keyspacePrefix+key]
-}
-
-// Directed registers a waiter woken by a message with its ID on the
-// process's channel (see Channel): the message is the ID in decimal,
-// optionally followed by a space and text that TakeMessage returns. The channel is subscribed for the
-// Subscriber's whole life, so the waiter is ready at once.
-func (s *Subscriber) Directed() (*Waiter, error) {
+// directedOnProcessChannel registers a directed waiter on the process's
+// channel, which is subscribed for the Subscriber's whole life.
+func (s *Subscriber) directedOnProcessChannel() (*Waiter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
-		return nil, ErrClosed
+		return nil, errClosed
 	}
 	w := s.newWaiterLocked("", true)
 	w.directed = true
@@ -250,21 +250,16 @@ var alreadyReady = func() chan struct{} {
 }()
 
 // Wake delivers a value when the waiter should re-check: a release of its
-// key, a directed message, a reconnect, or the Subscriber closing.
+// key, a message for it, a reconnect, or the Subscriber closing.
 func (w *Waiter) Wake() <-chan struct{} { return w.wake }
 
-// ID identifies the waiter in directed messages.
-func (w *Waiter) ID() uint64 { return w.id }
-
-// TakeMessage returns the text that followed the ID in the last directed
-// message to the waiter, and forgets it; "" if there was none since the
-// last call.
-func (w *Waiter) TakeMessage() string {
-	w.s.mu.Lock()
-	defer w.s.mu.Unlock()
-	m := w.message
-	w.message = ""
-	return m
+// Address is where a message must go to wake a directed waiter: PUBLISH
+// (SPUBLISH for a shard channel) its ID in decimal to channel.
+func (w *Waiter) Address() (channel string, id uint64) {
+	if w.key == "" {
+		return w.s.channel, w.id
+	}
+	return w.key, w.id
 }
 
 // Close takes the waiter out of its key's line. A wake-up it received but

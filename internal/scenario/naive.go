@@ -102,7 +102,7 @@ func (n *naive) modify(ctx context.Context, token string, fn func(*Counter)) (as
 		if w == nil {
 			// Listen before the next attempt, so that a release between
 			// the two is heard.
-			if w, err = n.sub.Watch(ctx, lockKey); err != nil {
+			if w, err = n.sub.Watch(ctx, subscriber.Topic{Key: lockKey}); err != nil {
 				return askedAt, asked, err
 			}
 			continue
