@@ -210,11 +210,12 @@ func ExampleLease_Commit() {
 		}
 	}
 
-	v, err := l.Do(ctx, "page:home", "GET", visits)
+	// Inspect reads it without the lock, with the lock's own state.
+	info, err := l.Inspect(ctx, "page:home", []string{"GET", visits})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println("visits:", v.Str)
+	fmt.Println("visits:", info.Replies[0].Str)
 	// Output: visits: 3
 }
 

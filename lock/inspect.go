@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/batonlock/baton/resp"
 )
 
 // shownOwnerLen is how much of an owner token Info shows. The whole token
@@ -70,6 +72,10 @@ type Info struct {
 		Owner     string
 		LeaseLeft time.Duration
 	}
+
+	// Replies are the replies to the commands given to Inspect, in order,
+	// error replies among them as values; nil when none was given.
+	Replies []resp.Value
 }
 
 // inspectScript reads every key of one lock at one instant and writes
@@ -102,6 +108,12 @@ return {nowMs, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1]) or '',
 // times are counted by the server's clock, not this process's. By the
 // time Inspect returns, the lock may have changed hands.
 //
+// cmds, if any, run right after the script, in the same write, on the
+// server or the cluster node that holds the lock, without taking it: to
+// read state kept beside the lock (named as Key says) along with it. Their
+// replies are in Info.Replies. They are meant to read: nothing orders them
+// against a holder's writes.
+//
 // It reads the keys of the Locker's mode: a fast Locker sees no queue
 // (Queue is nil), and a fair one no fast-mode request. Invalid keys are
 // refused as Lock refuses them (ErrInvalid); a closed Locker returns
@@ -111,7 +123,7 @@ return {nowMs, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1]) or '',
 // script gives, or keys of the right type holding values that baton never
 // writes (a fence that is not a number), are an error matching
 // resp.ErrProtocol.
-func (l *Locker) Inspect(ctx context.Context, key string) (Info, error) {
+func (l *Locker) Inspect(ctx context.Context, key string, cmds ...[]string) (Info, error) {
 	if err := checkCall(ctx, l.opts.Prefix, key); err != nil {
 		return Info{}, err
 	}
@@ -124,7 +136,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (Info, error) {
 	if l.opts.Fair {
 		fair = "1"
 	}
-	v, err := run(ctx, l.nodes.commander(n.lock), inspectScript, false, []string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, fair)
+	v, replies, err := runWith(ctx, l.nodes.commander(n.lock), inspectScript, false, []string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, []string{fair}, cmds)
 	if err != nil {
 		return Info{}, fmt.Errorf("lock %q: inspect: %w", key, err)
 	}
@@ -132,6 +144,7 @@ func (l *Locker) Inspect(ctx context.Context, key string) (Info, error) {
 	if err != nil {
 		return Info{}, fmt.Errorf("lock %q: inspect: %w", key, err)
 	}
+	info.Replies = replies
 	return info, nil
 }
 

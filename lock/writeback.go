@@ -44,7 +44,7 @@ var ErrStateMissing = errors.New("lock: the state to write over is missing")
 // Key is the name in Redis of the lock for key: <prefix>{key}, with the
 // Locker's prefix (WithKeyPrefix). Keys that begin with it share its hash
 // tag, and so its slot on a Redis Cluster: name the state kept beside a
-// lock so, for Write.Key and for the commands of LockAndDo and Do. Key
+// lock so, for Write.Key and for the commands of LockAndDo and Inspect. Key
 // sends nothing and checks nothing.
 func (l *Locker) Key(key string) string { return l.opts.Prefix + "{" + key + "}" }
 
@@ -58,20 +58,6 @@ func (l *Locker) Key(key string) string { return l.opts.Prefix + "{" + key + "}"
 // is released and the error returned.
 func (l *Locker) LockAndDo(ctx context.Context, key string, cmds ...[]string) (*Lease, []resp.Value, error) {
 	return l.lock(ctx, key, cmds)
-}
-
-// Do sends one command to the server, or the cluster node, that holds the
-// lock for key, without taking the lock: to read state kept beside it
-// (named as Key says) as a snapshot that may be outdated by the time Do
-// returns. An error reply is returned as the error too, matching
-// *resp.Error. Invalid keys are refused as Lock refuses them (ErrInvalid);
-// a closed Locker returns ErrClosed.
-func (l *Locker) Do(ctx context.Context, key string, args ...string) (resp.Value, error) {
-	if err := l.startAcquire(ctx, key); err != nil {
-		return resp.Value{}, err
-	}
-	defer l.exit()
-	return l.nodes.commander(l.Key(key)).Do(ctx, args...)
 }
 
 // Commit stores w only if the lease still owns the lock, and then, in the

@@ -167,11 +167,18 @@ func (m *Manager[T]) Get(ctx context.Context, token string) (T, error) {
 	if err := m.check(ctx, token); err != nil {
 		return v, err
 	}
-	reply, err := m.locker.Do(ctx, token, "GET", m.Key(token))
+	info, err := m.locker.Inspect(ctx, token, []string{"GET", m.Key(token)})
+	if err == nil && len(info.Replies) != 1 {
+		// A bug below, not the server's doing; better said than a panic.
+		err = fmt.Errorf("%d replies to the state's GET, want 1", len(info.Replies))
+	}
+	if err == nil {
+		err = info.Replies[0].Err()
+	}
 	if err != nil {
 		return v, fmt.Errorf("manager: get %q: %w", token, err)
 	}
-	err = m.decode(token, reply, &v)
+	err = m.decode(token, info.Replies[0], &v)
 	return v, err
 }
 
