@@ -266,7 +266,7 @@ func (c *claim) listenFast(ctx context.Context, watch bool) (*fastListener, erro
 func (c *claim) watchReleases(ctx context.Context, ln *fastListener) error {
 	l := c.l
 	// Armed only after the claim's first ask: it asks again.
-	early := &earlyAttempt{node: ln.node, cmds: [][]string{l.scripts.acquire.command(false, c.names.fastKeys(), c.fastArgs(askAgain))}, sent: make(chan sentAttempt, 1)}
+	early := &earlyAttempt{node: ln.node, cmds: [][]string{fastAcquireScript.command(false, c.names.fastKeys(), c.fastArgs(askAgain))}, sent: make(chan sentAttempt, 1)}
 	if l.waitCmd != nil {
 		early.cmds = append(early.cmds, l.waitCmd)
 	}
@@ -333,20 +333,14 @@ func (c *claim) stopReason(err error) error {
 	return err
 }
 
-// How an acquire asks the holder to let go (see acquireScript).
-const (
-	askNot   = "0"
-	askFirst = "1"
-	askAgain = "2"
-)
-
 // fastArgs are the acquire script's ARGV for this claim.
-func (c *claim) fastArgs(ask string) []string {
-	return []string{c.owner, c.l.ttlArg, ask, c.asker, c.l.retentionArg}
+func (c *claim) fastArgs(ask askMode) []string {
+	l := c.l
+	return fastAcquireArgs{owner: c.owner, ttl: l.ttlArg, ask: ask, asker: c.asker, retention: l.retentionArg, publish: l.publish}.argv()
 }
 
 // askArg is how an attempt asks, and notes that the claim has asked.
-func (c *claim) askArg(ask bool) string {
+func (c *claim) askArg(ask bool) askMode {
 	switch {
 	case !ask:
 		return askNot
@@ -362,7 +356,7 @@ func (c *claim) askArg(ask bool) string {
 // trying again: the current holder's remaining TTL.
 func (c *claim) tryFast(ctx context.Context, ask bool, cmds [][]string) (*Lease, time.Duration, []resp.Value, error) {
 	start := time.Now()
-	v, rest, short, err := c.l.runAcked(ctx, c.cmd, c.l.scripts.acquire, false, c.names.fastKeys(), c.fastArgs(c.askArg(ask)), cmds)
+	v, rest, short, err := c.l.runAcked(ctx, c.cmd, fastAcquireScript, false, c.names.fastKeys(), c.fastArgs(c.askArg(ask)), cmds)
 	ls, remaining, err := c.acquiredFast(start, v, err)
 	if ls == nil {
 		rest = nil

@@ -30,8 +30,8 @@ func BenchmarkLockUnlock(b *testing.B) {
 	b.Run("impl=raw", func(b *testing.B) { redistest.BenchPing(b, srv.Addr, 2) })
 	b.Run("impl=raw-scripts", func(b *testing.B) {
 		raw := redistest.DialRaw(b, srv.Addr)
-		acquire := resp.AppendCommand(nil, "EVAL", lock.AcquireScriptSource, "3", "baton:{raw}", "baton:{raw}:fence", "baton:{raw}:wanted", "owner", "10000", "0", "", "3600000")
-		release := resp.AppendCommand(resp.AppendCommand(nil, "PING"), "EVAL", lock.ReleaseScriptSource, "2", "baton:{raw}", "baton:{raw}:wanted", "owner", "500")
+		acquire := resp.AppendCommand(nil, "EVAL", lock.AcquireScriptSource, "3", "baton:{raw}", "baton:{raw}:fence", "baton:{raw}:wanted", "owner", "10000", "0", "", "3600000", "PUBLISH")
+		release := resp.AppendCommand(resp.AppendCommand(nil, "PING"), "EVAL", lock.ReleaseScriptSource, "2", "baton:{raw}", "baton:{raw}:wanted", "owner", "500", "PUBLISH")
 		b.ReportAllocs()
 		for b.Loop() {
 			raw.RoundTrip(b, acquire, 1)

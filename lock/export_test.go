@@ -12,8 +12,8 @@ import (
 // The scripts' sources, for the benchmark baseline that runs them on a bare
 // connection.
 var (
-	AcquireScriptSource = acquireScript.src
-	ReleaseScriptSource = releaseScript.src
+	AcquireScriptSource = fastAcquireScript.src
+	ReleaseScriptSource = fastReleaseScript.src
 )
 
 // QueuedAfter is, for a fair lease that waited in the queue, the last

@@ -118,20 +118,16 @@ func (c *claim) listenFair(ctx context.Context) (*fairListener, error) {
 // on a lease it grants.
 func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]string, queuedAfter uint64) (*Lease, uint64, []resp.Value, error) {
 	l := c.l
-	queueArg, id, channel := "0", "0", ""
+	args := fairAcquireArgs{owner: c.owner, ttl: l.ttlArg, waiterID: "0", queueLease: l.queueLeaseArg,
+		retention: l.retentionArg, window: l.windowArg, queued: c.queued, publish: l.publish}
 	if fl != nil {
 		var waiterID uint64
-		channel, waiterID = fl.w.Address()
-		queueArg, id = "1", strconv.FormatUint(waiterID, 10)
-	}
-	queuedArg := "0"
-	if c.queued {
-		queuedArg = "1"
+		args.channel, waiterID = fl.w.Address()
+		args.waiterID, args.join = strconv.FormatUint(waiterID, 10), true
 	}
 	c.queued = c.queued || fl != nil
 	start := time.Now()
-	v, rest, short, err := l.runAcked(ctx, c.cmd, l.scripts.fairAcquire, false, c.names.fairKeys(),
-		[]string{c.owner, l.ttlArg, id, channel, l.queueLeaseArg, queueArg, l.retentionArg, l.windowArg, queuedArg}, cmds)
+	v, rest, short, err := l.runAcked(ctx, c.cmd, fairAcquireScript, false, c.names.fairKeys(), args.argv(), cmds)
 	ls, seen, err := c.fairAcquired(start, v, err, queuedAfter)
 	if ls == nil {
 		rest = nil
@@ -168,4 +164,29 @@ func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAft
 	// claim must not hold or wait on it.
 	c.releaseInBackground()
 	return nil, 0, c.errorf("acquire", errBadReply)
+}
+
+// The fair mode's scripts (fair.lua). Their release and commit take the
+// fast mode's ARGV (releaseArgs, commitArgs).
+var (
+	fairAcquireScript = fairScripts.named("acquire")
+	fairReleaseScript = fairScripts.named("release")
+	fairCommitScript  = fairScripts.named("commit")
+)
+
+// fairAcquireArgs are the ARGV of fair.lua's acquire.
+type fairAcquireArgs struct {
+	owner, ttl string
+	// waiterID and channel say where an offer reaches the claim's waiter.
+	waiterID, channel string
+	queueLease        string
+	join              bool   // queue, or renew the claim's place; else only try
+	retention         string // the fencing counter's TTL
+	window            string // the hand-off window
+	queued            bool   // an earlier attempt of the claim may have queued it
+	publish           string
+}
+
+func (a fairAcquireArgs) argv() []string {
+	return []string{a.owner, a.ttl, a.waiterID, a.channel, a.queueLease, flag(a.join), a.retention, a.window, flag(a.queued), a.publish}
 }

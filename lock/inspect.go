@@ -78,30 +78,6 @@ type Info struct {
 	Replies []resp.Value
 }
 
-// inspectScript reads every key of one lock at one instant and writes
-// nothing. KEYS: lock, fence, wanted, queue, waiters. ARGV: "1" in fair
-// mode. It returns {the server's clock in ms, PTTL of the lock, the lock,
-// the fence, the request, {owner, entry, owner, entry, ...} in queue
-// order}, with an empty string for a missing one. The fast mode reads no
-// queue, the fair mode no request. The clock is read as the fair scripts
-// read it, so a lease left below zero is exactly an entry they drop.
-var inspectScript = newScript(`
-local clock = redis.call('TIME')
-local nowMs = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
-local request, queue = '', {}
-if ARGV[1] == '1' then
-	for _, owner in ipairs(redis.call('ZRANGE', KEYS[4], 0, -1)) do
-		queue[#queue + 1] = owner
-		queue[#queue + 1] = redis.call('HGET', KEYS[5], owner) or ''
-	end
-else
-	request = redis.pcall('LINDEX', KEYS[3], 0)
-	if type(request) ~= 'string' then request = '' end -- none, or an earlier version's one slot
-end
-return {nowMs, redis.call('PTTL', KEYS[1]), redis.call('GET', KEYS[1]) or '',
-	redis.call('GET', KEYS[2]) or '', request, queue}
-`)
-
 // Inspect reports who holds the lock for key and for how long, and who
 // waits for it, and changes nothing. It reads the lock's keys in one
 // script, in one round trip: the Info is one consistent snapshot, and its

@@ -28,10 +28,10 @@ type Locker struct {
 
 	// The options in milliseconds, as sent; set once in newLocker.
 	ttlArg, queueLeaseArg, retentionArg, windowArg string
-	// scripts are the publishing scripts of the Locker's flavour, and
-	// sharded says which: shard channels, or plain ones. Set once in
-	// newLocker.
-	scripts *publishing
+	// publish is the command the scripts publish with (see shared.lua),
+	// and sharded says which: SPUBLISH, to shard channels, or PUBLISH.
+	// Set once in newLocker.
+	publish string
 	sharded bool
 	// waitCmd is the WAIT sent after writes (WithReplicaAck), or nil;
 	// set once in newLocker.
@@ -189,7 +189,7 @@ func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, err
 
 func newLocker(nodes backend, o settings, sharded bool) *Locker {
 	l := &Locker{
-		scripts:       &plainPublishing,
+		publish:       "PUBLISH",
 		sharded:       sharded,
 		nodes:         nodes,
 		opts:          o,
@@ -201,7 +201,7 @@ func newLocker(nodes backend, o settings, sharded bool) *Locker {
 		leases:        map[*Lease]struct{}{},
 	}
 	if sharded {
-		l.scripts = &shardedPublishing
+		l.publish = "SPUBLISH"
 	}
 	l.closing, l.beginClose = context.WithCancel(context.Background())
 	l.bgCtx, l.stopBackground = context.WithCancel(context.Background())

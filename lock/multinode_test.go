@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
@@ -380,6 +381,69 @@ func TestKeysWithBracesGoStraightToTheirNode(t *testing.T) {
 				round(key)
 			}
 			require.Equal(t, before, moved.Load(), "a MOVED after the first round")
+		})
+	}
+}
+
+// TestFastWaiterThatGivesUpHandsOnOnACluster is
+// TestFastWaiterThatGivesUpHandsOnALockHandedToIt on a Redis Cluster, with
+// shard channels and plain ones: the waiter that gives up tells the one
+// behind it with the Locker's own publish command, so that the waiter
+// behind gets the lock at once rather than at a look after the hand-off
+// window.
+func TestFastWaiterThatGivesUpHandsOnOnACluster(t *testing.T) {
+	c := redistest.StartCluster(t, 3, 0)
+	ctx := context.Background()
+	cc, err := cluster.New(ctx, c.Seeds())
+	require.NoError(t, err)
+	defer cc.Close()
+	for _, mode := range []string{"fast", "fast+plain"} {
+		t.Run(mode, func(t *testing.T) {
+			key := "gives-up-" + mode
+			name := "baton:{" + key + "}"
+			requests := func() bool {
+				v, err := cc.Do(ctx, name, "LLEN", name+":wanted")
+				return err == nil && v.Int == 2
+			}
+			lockers := openOnCluster(t, c, 3, clusterModeOptions(mode)...)
+			held := mustLock(t, lockers[0], key)
+			quitCtx, cancel := context.WithCancel(ctx)
+			quit := make(chan error, 1)
+			go func() {
+				_, err := lockers[1].Lock(quitCtx, key)
+				quit <- err
+			}()
+			redistest.Eventually(t, func() bool {
+				v, err := cc.Do(ctx, name, "LLEN", name+":wanted")
+				return err == nil && v.Int == 1
+			}, 5*time.Second, time.Millisecond)
+			stayed := make(chan acquired, 1)
+			go func() {
+				ls, err := lockers[2].Lock(ctx, key)
+				assert.NoError(t, err)
+				stayed <- acquired{ls, time.Now()}
+			}()
+			redistest.Eventually(t, requests, 5*time.Second, time.Millisecond)
+
+			// Hand the lock to the quitter, as a release would, and let
+			// it go before it confirms.
+			first, err := cc.Do(ctx, name, "LPOP", name+":wanted")
+			require.NoError(t, err)
+			_, err = cc.Do(ctx, name, "SET", name, strings.Fields(first.Str)[0], "PX", "10000")
+			require.NoError(t, err)
+			gaveUp := time.Now()
+			cancel()
+			require.ErrorIs(t, <-quit, context.Canceled)
+			select {
+			case got := <-stayed:
+				require.NotNil(t, got.ls)
+				t.Logf("the waiter behind got the lock %v after the other gave up", got.at.Sub(gaveUp))
+				require.Less(t, got.at.Sub(gaveUp), 250*time.Millisecond, "handed on, not found at a look after the hand-off window")
+				mustUnlock(t, got.ls)
+			case <-time.After(5 * time.Second):
+				t.Fatal("the waiter behind never got the lock")
+			}
+			require.ErrorIs(t, held.Unlock(ctx), lock.ErrNotHeld)
 		})
 	}
 }

@@ -3,39 +3,10 @@ package lock
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )
-
-// publishing are the scripts that publish: hand-offs to a waiter, and
-// requests to a holder. They come in two flavours, which differ in that
-// one word: PUBLISH, and SPUBLISH for shard channels (Redis 7 and later).
-// On a Redis Cluster, PUBLISH is sent to every node of the cluster over
-// its bus, whoever listens, while SPUBLISH stays on the node that serves
-// the channel's slot; the channels a lock publishes on share its hash
-// tag, so they live in its slot, on the node its scripts run on. A Locker
-// on a cluster whose nodes know SPUBLISH uses shard channels, and every
-// other Locker plain ones; all Lockers of one key use the same.
-type publishing struct {
-	acquire, release, commit, fairAcquire, fairRelease, fairCommit script
-}
-
-var (
-	plainPublishing   = publishing{acquireScript, releaseScript, commitScript, fairAcquireScript, fairReleaseScript, fairCommitScript}
-	shardedPublishing = plainPublishing.sharded()
-)
-
-// sharded is p with every PUBLISH an SPUBLISH, and tell trusting its
-// count (see tellFunc).
-func (p publishing) sharded() publishing {
-	s := func(sc script) script {
-		src := strings.ReplaceAll(sc.src, tellFunc, tellShardedFunc)
-		return newScript(strings.ReplaceAll(src, "redis.call('PUBLISH'", "redis.call('SPUBLISH'"))
-	}
-	return publishing{s(p.acquire), s(p.release), s(p.commit), s(p.fairAcquire), s(p.fairRelease), s(p.fairCommit)}
-}
 
 // knowsSPublish reports whether the node that c reaches has the SPUBLISH
 // command. COMMAND INFO answers a nil for a command the server lacks.

@@ -83,7 +83,8 @@ func (c *claim) releaseInBackground() {
 func (c *claim) withdrawInBackground() {
 	c.l.inBackground(func(ctx context.Context) {
 		withdraw := func(ctx context.Context) (v resp.Value, short, err error) {
-			return c.l.runAckedIfAsked(ctx, c.cmd, withdrawScript, false, c.names.fastKeys(), c.owner, c.asker, c.l.windowArg)
+			return c.l.runAckedIfAsked(ctx, c.cmd, fastWithdrawScript, false, c.names.fastKeys(),
+				fastWithdrawArgs{owner: c.owner, asker: c.asker, window: c.l.windowArg, publish: c.l.publish}.argv()...)
 		}
 		var short error
 		_, err := c.l.retryUncertain(ctx, func(ctx context.Context) (v resp.Value, err error) {
@@ -196,10 +197,10 @@ func (c *claim) sendRelease(ctx context.Context, w *Write, style releaseStyle) (
 	l, n := c.l, c.names
 	switch {
 	case w != nil && l.opts.Fair:
-		v, _, short, err = l.runAcked(ctx, c.cmd, l.scripts.fairCommit, true, append(n.fairKeys(), w.Key), commitArgs(w, c), nil)
+		v, _, short, err = l.runAcked(ctx, c.cmd, fairCommitScript, true, append(n.fairKeys(), w.Key), c.commitArgs(w), nil)
 		return v, short, err
 	case w != nil:
-		v, _, short, err = l.runAcked(ctx, c.cmd, l.scripts.commit, true, []string{n.lock, w.Key, n.wanted}, commitArgs(w, c), nil)
+		v, _, short, err = l.runAcked(ctx, c.cmd, fastCommitScript, true, []string{n.lock, w.Key, n.wanted}, c.commitArgs(w), nil)
 		return v, short, err
 	}
 	return c.sendPlainRelease(ctx, style)
@@ -212,7 +213,7 @@ func (c *claim) sendPlainRelease(ctx context.Context, style releaseStyle) (v res
 	l, n := c.l, c.names
 	switch {
 	case l.opts.Fair:
-		return l.runAckedIfAsked(ctx, c.cmd, l.scripts.fairRelease, true, n.fairKeys(), c.owner, l.windowArg)
+		return l.runAckedIfAsked(ctx, c.cmd, fairReleaseScript, true, n.fairKeys(), c.releaseArgs()...)
 	case style == releaseEval:
 		v, err = run(ctx, c.cmd, plainReleaseScript, false, []string{n.lock}, c.owner)
 		return v, nil, err
@@ -227,7 +228,12 @@ func (c *claim) sendPlainRelease(ctx context.Context, style releaseStyle) (v res
 		}
 		return resp.Value{Type: resp.Integer, Int: released}, nil, nil
 	}
-	return l.runAckedIfAsked(ctx, c.cmd, l.scripts.release, true, []string{n.lock, n.wanted}, c.owner, l.windowArg)
+	return l.runAckedIfAsked(ctx, c.cmd, fastReleaseScript, true, []string{n.lock, n.wanted}, c.releaseArgs()...)
+}
+
+// releaseArgs are the release script's ARGV for this claim.
+func (c *claim) releaseArgs() []string {
+	return releaseArgs{owner: c.owner, window: c.l.windowArg, publish: c.l.publish}.argv()
 }
 
 // retried is a reply after retryUncertain, with the uncertain error of the

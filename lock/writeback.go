@@ -105,13 +105,13 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	start := time.Now()
 	l := c.l
 	var keys []string
-	s := l.scripts.commit
+	s := fastCommitScript
 	if l.opts.Fair {
-		keys, s = append(c.names.fairKeys(), w.Key), l.scripts.fairCommit
+		keys, s = append(c.names.fairKeys(), w.Key), fairCommitScript
 	} else {
 		keys = []string{c.names.lock, w.Key, c.names.wanted}
 	}
-	v, _, short, err := l.runAcked(ctx, c.cmd, s, false, keys, commitArgs(&w, c), nil)
+	v, _, short, err := l.runAcked(ctx, c.cmd, s, false, keys, c.commitArgs(&w), nil)
 	if err != nil {
 		if mayHaveRun(err) {
 			// It may have extended the lock, as an Extend would.
@@ -152,14 +152,9 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	return ls.extendTo(start, l.opts.TTL), nil
 }
 
-// commitArgs are the commit scripts' ARGV.
-func commitArgs(w *Write, c *claim) []string {
-	keepArg, ifExists := "1", "0"
-	if w.Unlock {
-		keepArg = "0"
-	}
-	if w.IfExists {
-		ifExists = "1"
-	}
-	return []string{c.owner, w.Value, millis(w.TTL), keepArg, c.l.ttlArg, ifExists, c.l.windowArg}
+// commitArgs are the commit scripts' ARGV for w.
+func (c *claim) commitArgs(w *Write) []string {
+	l := c.l
+	return commitArgs{owner: c.owner, value: w.Value, stateTTL: millis(w.TTL), keep: !w.Unlock, ttl: l.ttlArg,
+		ifExists: w.IfExists, window: l.windowArg, publish: l.publish}.argv()
 }
