@@ -21,9 +21,9 @@ type call struct {
 	// set before the call is queued, read under the Conn's mu.
 	replyBy time.Time
 
-	// overLimit is the first of the call's replies that was over a reader
-	// limit (a *resp.LimitError); the call fails with it once its last
-	// reply is in. The holder of the reading role only.
+	// overLimit is the error of the first of the call's replies that was
+	// over a reader limit (matching resp.ErrLimit); the call fails with it
+	// once its last reply is in. The holder of the reading role only.
 	overLimit error
 
 	// answeredByPush marks a DoPush call: its command is answered by push

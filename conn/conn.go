@@ -1,6 +1,7 @@
 package conn
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -17,6 +18,10 @@ type Conn struct {
 	nc   net.Conn // wrapped in the tap when there is one
 	opts options
 	rd   *resp.Reader // whoever holds the reading role: the reader goroutine, or see direct
+	// br is rd's buffer (resp.NewReader reads through a *bufio.Reader it
+	// is given), where a caller reading between frames (lead.go) looks
+	// for a whole frame before it decodes one. The reading role's holder.
+	br *bufio.Reader
 
 	// direct is set for a connection read by its callers (see lead.go):
 	// one with a raw socket to wait on and no push handler, whose frames
@@ -72,6 +77,11 @@ type Conn struct {
 	writers sync.WaitGroup
 }
 
+// readBufferSize is the size of a Conn's read buffer, and so of the
+// longest reply that a caller whose context can end reads itself (see
+// lead.go); a longer one is left to a reader goroutine.
+const readBufferSize = 16 << 10
+
 // newConn takes over nc, which has completed any TLS handshake, and starts
 // the reader goroutine, unless its callers read for themselves (direct).
 func newConn(nc net.Conn, o options) *Conn {
@@ -85,7 +95,8 @@ func newConn(nc net.Conn, o options) *Conn {
 	if !o.resp3 {
 		readerOpts = append([]resp.ReaderOption{resp.WithRESP2()}, readerOpts...)
 	}
-	c.rd = resp.NewReader(&deadlineReader{c: c}, readerOpts...)
+	c.br = bufio.NewReaderSize(&deadlineReader{c: c}, readBufferSize)
+	c.rd = resp.NewReader(c.br, readerOpts...)
 	c.startReader, c.interruptFunc = c.readWhileDue, c.interrupt
 	if c.direct {
 		close(c.readerDone)
@@ -99,7 +110,7 @@ func newConn(nc net.Conn, o options) *Conn {
 // server comes back as the value and as an error matching *resp.Error.
 func (c *Conn) Do(ctx context.Context, args ...string) (resp.Value, error) {
 	if len(args) == 0 {
-		return resp.Value{}, ErrEmptyCommand
+		return resp.Value{}, errEmptyCommand
 	}
 	cl := newCall(nil)
 	if err := c.send(ctx, cl, args); err != nil {
@@ -179,7 +190,7 @@ func (c *Conn) failed() bool {
 // as the error. It needs RESP3 (WithRESP3).
 func (c *Conn) DoPush(ctx context.Context, args ...string) error {
 	if len(args) == 0 {
-		return ErrEmptyCommand
+		return errEmptyCommand
 	}
 	if !c.opts.resp3 {
 		return fmt.Errorf("conn: %s: DoPush needs a RESP3 connection (WithRESP3)", args[0])
@@ -208,9 +219,9 @@ var pingCommand = []string{"PING"}
 // closed it only when a call or Err looks (see Err).
 func (c *Conn) Done() <-chan struct{} { return c.stopped }
 
-// Pending returns how many calls are waiting for replies, abandoned ones
+// inFlight returns how many calls are waiting for replies, abandoned ones
 // included: their replies are still to be read and dropped.
-func (c *Conn) Pending() int {
+func (c *Conn) inFlight() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.pending.len()

@@ -3,6 +3,8 @@ package conn
 import (
 	"context"
 	"time"
+
+	"github.com/batonlock/baton/internal/replydeadline"
 )
 
 // WithReplyDeadline returns a copy of ctx under which a call must have its
@@ -19,38 +21,11 @@ import (
 // call rather than the freedom to walk away from it: a reply cut off at the
 // deadline costs the connection.
 func WithReplyDeadline(ctx context.Context, t time.Time) context.Context {
-	return &replyDeadlineCtx{Context: ctx, by: t}
-}
-
-type replyDeadlineCtx struct {
-	context.Context
-	by time.Time
-}
-
-type replyDeadlineKey struct{}
-
-func (r *replyDeadlineCtx) Value(key any) any {
-	if key == (replyDeadlineKey{}) {
-		return r
-	}
-	return r.Context.Value(key)
-}
-
-// ReplyDeadline returns the reply deadline that WithReplyDeadline put on
-// ctx, if any, for a layer above conn that waits between calls (a retry's
-// pause) and must end its waits by the same moment.
-func ReplyDeadline(ctx context.Context) (time.Time, bool) {
-	by := replyBy(ctx)
-	return by, !by.IsZero()
+	return replydeadline.With(ctx, t)
 }
 
 // replyBy is the reply deadline ctx carries, or the zero time.
-func replyBy(ctx context.Context) time.Time {
-	if r, ok := ctx.Value(replyDeadlineKey{}).(*replyDeadlineCtx); ok {
-		return r.by
-	}
-	return time.Time{}
-}
+func replyBy(ctx context.Context) time.Time { return replydeadline.Of(ctx) }
 
 // withReplyBound returns ctx with a context deadline at its reply deadline,
 // for the waits that only a context bounds (a dial, a redial in progress).

@@ -4,47 +4,107 @@
 // pipelined commands, a wire tap, and a [Client] that redials after the
 // connection breaks.
 //
-// Concurrency: a [Conn] is safe for concurrent use, and that is how it is
-// meant to be used. Commands from many goroutines are appended to one buffer
-// and leave in shared writes: a Do, DoMulti or DoPush caller that finds no
-// write in progress writes for everyone who queued meanwhile, so there is no
-// hand-off for a lone caller. One that finds other calls in flight first
-// yields its thread once (runtime.Gosched), so that callers about to send
-// again queue behind it and share its write. [Conn.Start] never waits for the
-// socket: it writes at once only what the socket takes without blocking (TCP
-// and unix sockets), and leaves the rest to a writer goroutine, which the
-// Conn starts when needed and which returns once nothing is left to write.
-// Bytes leave in the order they were queued. The commands of one call leave
-// contiguous, in one write (when the socket filled during a write, the rest
-// of it is one write), and a multi-command call starts a new write rather
-// than straddle one of the server's 16 KiB read windows. Replies are decoded,
-// and calls completed in the order their commands were written, by whoever
-// holds the reading role. On a TCP or unix socket without a push handler a
-// caller who finds no one reading reads the replies itself, its own and
-// others', until its own has come, the mirror of how writes are shared: a
-// lone caller takes its reply from the socket with no goroutine to wake in
-// between. One whose context can end waits on the socket only between frames,
-// so that it can leave the moment its context ends, and a reply longer than
-// the read buffer is left to a reader goroutine; the watch on its context
-// costs the two allocations of context.AfterFunc, which a caller that needs a
-// bound but never gives up sooner avoids with [WithReplyDeadline]. Otherwise
-// a reader goroutine reads, and returns once no reply is due, so that an idle
-// connection holds none; on other connections (TLS, push) one reader
-// goroutine reads for the connection's life. A caller whose context ends
-// returns at once; its reply is still read and dropped, so later replies
-// never shift. A connection with no reader while idle notices that the server
-// closed it, or sent a reply nobody asked for, when a call or [Conn.Err]
-// looks at it: a call that finds it so has sent nothing, fails with
-// [ErrBroken], and a [Client] makes it again on a new connection. A RESP3
-// push frame found then is no such reply: the next reader drops it. A
-// reply over one of the reader's limits (see [WithReaderOptions]) is read
-// past and dropped, and fails its own call alone, with an error matching
-// resp.ErrLimit: the command did run; a call of several commands fails as
-// a whole. The connection stays in step and usable,
-// and the calls around it get their own replies. A push frame over a limit is
-// dropped. When the connection breaks (an I/O error, bytes that are not valid
-// RESP, a reply nobody asked for), every call in flight fails with an
+//	c, err := conn.NewClient("redis://localhost:6379/0", conn.WithClientName("worker-7"))
+//	if err != nil {
+//		return err
+//	}
+//	defer c.Close()
+//	v, err := c.Do(ctx, "INCR", "visits")
+//	var uncertain *conn.UncertainError
+//	switch {
+//	case errors.As(err, &uncertain):
+//		// the connection broke with the INCR in flight: it may or may not have run
+//	case err != nil:
+//		// an error reply (errors.Is(err, resp.WrongType), ...), or ctx ended
+//	default:
+//		fmt.Println(v.Int)
+//	}
+//
+// # Connecting
+//
+// [Dial] connects and runs the handshake, and returns one [Conn]; see it
+// for the address forms. [NewClient] returns a [Client], which dials on its
+// first call and again after its connection breaks, waiting between failed
+// dials as [WithRedialBackoff] says. The handshake's options: [WithUsername],
+// [WithPassword], [WithDB], [WithClientName], [WithRESP3], [WithTLS] and
+// [WithDialTimeout]; options override what the URL says.
+//
+// # Calls
+//
+// [Conn.Do] sends one command and returns its reply; an error reply comes
+// back as an error matching *resp.Error. [Conn.DoMulti] sends several
+// commands and returns their replies; error replies stay values.
+// [Conn.Start] queues several commands and returns a [Pending] at once,
+// whose [Pending.Wait] collects the replies. [Conn.DoPush] runs SUBSCRIBE
+// and its kin under RESP3, whose push frames go to [WithPushHandler]. A
+// [Client] has Do and DoMulti too, made on its current connection;
+// [Client.Conn] returns that connection for the rest.
+//
+// # Concurrency
+//
+// A [Conn] is safe for concurrent use, and that is how it is meant to be
+// used.
+//
+// Writes are shared. Commands from many goroutines are appended to one
+// buffer and leave in shared writes: a Do, DoMulti or DoPush caller that
+// finds no write in progress writes for everyone who queued meanwhile, so
+// there is no hand-off for a lone caller. [Conn.Start] never waits for the
+// socket: it writes at once only what the socket takes without blocking
+// (TCP and unix sockets), and leaves the rest to a writer goroutine, which
+// the Conn starts when needed and which returns once nothing is left to
+// write. Bytes leave in the order they were queued. The commands of one
+// call leave contiguous, in one write (when the socket filled during a
+// write, the rest of it is one write), and a multi-command call starts a
+// new write rather than straddle one of the server's 16 KiB read windows.
+//
+// Reads are shared too. Replies are decoded, and calls completed in the
+// order their commands were written, by whoever holds the reading role. On
+// a TCP or unix socket without a push handler, a caller who finds no one
+// reading reads the replies itself, its own and others', until its own has
+// come: a lone caller takes its reply from the socket with no goroutine to
+// wake in between. One whose context can end waits on the socket only
+// between frames, so that it can leave the moment its context ends, and a
+// reply longer than the 16 KiB read buffer is left to a reader goroutine;
+// the watch on its context costs the two allocations of context.AfterFunc,
+// which a caller that needs a bound but never gives up sooner avoids with
+// [WithReplyDeadline]. Otherwise a reader goroutine reads, and returns once
+// no reply is due, so that an idle connection holds none. On other
+// connections (TLS, push) one reader goroutine reads for the connection's
+// life. A caller waiting for a reply that another goroutine reads may spin
+// first ([WithSpinWait]).
+//
+// [Conn.Close] stops the reader and writer goroutines, and waits for them.
+//
+// # Cancellation and deadlines
+//
+// A caller whose context ends returns at once; its reply is still read and
+// dropped, so later replies never shift. A call is also bounded by
+// [WithReplyDeadline], which breaks the connection when a reply is late, as
+// [WithReadTimeout] does for a silent server; a write by [WithWriteTimeout].
+//
+// # Errors
+//
+// When the connection breaks (an I/O error, bytes that are not valid RESP,
+// a reply nobody asked for), every call in flight fails with an
 // [*UncertainError], because its command may or may not have run, and the
-// connection refuses further calls. Close stops the reader and writer
-// goroutines, and waits for them.
+// connection refuses further calls with an error matching [ErrBroken];
+// after Close they fail with [ErrClosed].
+//
+// A connection with no reader while idle notices that the server closed it,
+// or sent a reply nobody asked for, when a call or [Conn.Err] looks at it:
+// a call that finds it so has sent nothing, fails with [ErrBroken], and a
+// [Client] makes it again on a new connection. A RESP3 push frame found then
+// is no such reply: the next reader drops it.
+//
+// A reply over one of the reader's limits (see [WithReaderOptions]) is read
+// past and dropped, and fails its own call alone, with an error matching
+// resp.ErrLimit: the command did run; a call of several commands fails as a
+// whole. The connection stays in step and usable, and the calls around it
+// get their own replies. A push frame over a limit is dropped.
+//
+// # Looking at the wire
+//
+// [WithTap] shows every write to and read from the socket as raw bytes, as
+// they happen, marked [Write] or [Read]: the way to check in a test what
+// left in one write.
 package conn

@@ -28,5 +28,6 @@ func (e *UncertainError) Error() string {
 
 func (e *UncertainError) Unwrap() error { return e.Cause }
 
-// ErrEmptyCommand is returned for a command with no arguments.
-var ErrEmptyCommand = errors.New("conn: empty command")
+// errEmptyCommand is returned for a command with no arguments: a mistake
+// of the caller's, which no caller branches on.
+var errEmptyCommand = errors.New("conn: empty command")

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/batonlock/baton/internal/respframe"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -20,9 +21,9 @@ import (
 //
 // A caller whose context can end must be free to return the moment it
 // does, leaving its reply to be read and dropped. So it reads from the
-// socket only between frames: it fills the buffer (resp.Reader.Fill),
-// decoding nothing, until the next frame is whole in it, and only then
-// decodes. When its context ends, context.AfterFunc interrupts the fill
+// socket only between frames: it fills the buffer under the resp.Reader
+// (respframe.Fill on Conn.br), decoding nothing, until the next frame is
+// whole in it (respframe.Whole), and only then decodes. When its context ends, context.AfterFunc interrupts the fill
 // it is waiting in, by moving the socket's read deadline into the past;
 // the caller gives up the role, and nothing of the stream is lost. A frame
 // longer than the read buffer, which cannot be whole in it, is left to a
@@ -85,17 +86,17 @@ func (c *Conn) readBetweenFrames(ctx context.Context, cl *call) {
 		c.mu.Unlock()
 	}()
 	for cl.state.Load() == waiting {
-		if c.rd.Whole() {
+		if respframe.Whole(respframe.Buffered(c.br), !c.opts.resp3) {
 			if !c.readOne() {
 				return
 			}
 			continue
 		}
-		err := c.rd.Fill()
+		err := respframe.Fill(c.br)
 		switch {
 		case err == nil:
 			continue
-		case errors.Is(err, resp.ErrBufferFull):
+		case errors.Is(err, respframe.ErrBufferFull):
 			return // only a reader that may stop inside a frame can go on
 		}
 		c.mu.Lock()
@@ -106,7 +107,7 @@ func (c *Conn) readBetweenFrames(ctx context.Context, cl *call) {
 			}
 			continue // meant for a caller who read before this one
 		}
-		if errors.Is(err, io.EOF) && c.rd.Buffered() > 0 {
+		if errors.Is(err, io.EOF) && c.br.Buffered() > 0 {
 			err = io.ErrUnexpectedEOF // as Read would say: a frame was begun
 		}
 		c.failLocked(readFailure(err))
@@ -183,8 +184,8 @@ func (c *Conn) checkIdleLocked(after time.Duration) {
 		return
 	}
 	n, first, err := 1, byte(0), error(nil)
-	if t, ok := c.rd.NextType(); ok {
-		first = byte(t) // a frame already buffered
+	if t, ok := respframe.NextType(c.br); ok {
+		first = t // a frame already buffered
 	} else {
 		n, first, err = idleBytes(c.raw)
 	}

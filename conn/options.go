@@ -97,7 +97,8 @@ func WithPushHandler(fn func(resp.Value)) Option { return func(o *options) { o.p
 // WithReaderOptions passes limits and settings to the reply reader. A reply
 // over a limit fails its own call with an error matching resp.ErrLimit, and
 // leaves the connection usable. Default: resp's defaults (64 MiB bulk,
-// 1,048,576 elements, depth 16, 128 MiB of memory per reply).
+// 1,048,576 elements, depth 16, 128 MiB of memory per reply). The
+// connection's read buffer is 16 KiB, whatever the options.
 func WithReaderOptions(opts ...resp.ReaderOption) Option {
 	return func(o *options) { o.readerOptions = append(o.readerOptions, opts...) }
 }
@@ -107,8 +108,9 @@ func WithReaderOptions(opts ...resp.ReaderOption) Option {
 // spin for up to d before it goes to sleep. A reply that comes within d is
 // then taken without the caller being woken by that reader, a wake-up
 // that can cost more than a loopback round trip on a virtual machine (see
-// the README's figures). A caller that reads its reply itself never spins. The price is CPU: a spinning caller keeps a core busy for up
-// to d per call, so it pays only where cores are idle and round trips are
+// the README's figures). A caller that reads its reply itself never
+// spins. The price is CPU: a spinning caller keeps a core busy for up to d
+// per call, so it pays only where cores are idle and round trips are
 // short. Callers spin only when GOMAXPROCS is at least 2, and at most
 // GOMAXPROCS/2 of them at once in the process; the others sleep at once.
 // Default: 0, no spinning.

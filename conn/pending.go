@@ -26,7 +26,7 @@ type Pending struct {
 // nothing: its replies are read and dropped.
 func (c *Conn) Start(cmds ...[]string) (*Pending, error) {
 	if len(cmds) == 0 {
-		return nil, ErrEmptyCommand
+		return nil, errEmptyCommand
 	}
 	p, err := c.newPending(cmds)
 	if err != nil {
@@ -54,7 +54,7 @@ func (c *Conn) start(ctx context.Context, cmds [][]string) (Pending, error) {
 func (c *Conn) newPending(cmds [][]string) (Pending, error) {
 	for _, cmd := range cmds {
 		if len(cmd) == 0 {
-			return Pending{}, ErrEmptyCommand
+			return Pending{}, errEmptyCommand
 		}
 	}
 	return Pending{c: c, cl: newCall(make([]resp.Value, len(cmds))), first: cmds[0][0], more: len(cmds) - 1}, nil

@@ -28,20 +28,18 @@ func (c *Conn) readLoop() {
 // frame over a limit answers no call and is dropped.
 func (c *Conn) readOne() bool {
 	v, err := c.rd.Read()
-	var lim *resp.LimitError
+	var lim error // the reply was over a limit: v holds only its Type
 	if err != nil {
-		if lim = limitError(err); lim == nil {
+		if !errors.Is(err, resp.ErrLimit) {
 			c.mu.Lock()
 			c.failLocked(readFailure(err))
 			c.mu.Unlock()
 			return false
 		}
-		if lim.Type == resp.Push {
-			return true
-		}
+		lim = err
 	}
 	if v.Type == resp.Push {
-		if c.opts.pushHandler != nil {
+		if lim == nil && c.opts.pushHandler != nil {
 			c.opts.pushHandler(v)
 		}
 		return true
@@ -57,11 +55,11 @@ func (c *Conn) readOne() bool {
 		c.mu.Unlock()
 		return false
 	}
-	if cl.answeredByPush && !cl.commandFailed && (v.Err() != nil || lim != nil && isErrorType(lim.Type)) {
+	if cl.answeredByPush && !cl.commandFailed && (v.Err() != nil || lim != nil && isErrorType(v.Type)) {
 		// The command itself was refused; its PING's reply is next.
 		cl.replies[0], cl.commandFailed = v, true
 		if lim != nil {
-			cl.overLimit = lim
+			cl.replies[0], cl.overLimit = resp.Value{}, lim
 		}
 		c.mu.Unlock()
 		return true
@@ -94,17 +92,6 @@ func (c *Conn) readOne() bool {
 		cl.complete(cl.overLimit)
 	}
 	return true
-}
-
-// limitError returns err as a *resp.LimitError, or nil if it is another
-// error. It is apart from readLoop so that its target escapes to the heap
-// only when a read failed.
-func limitError(err error) *resp.LimitError {
-	var lim *resp.LimitError
-	if errors.As(err, &lim) {
-		return lim
-	}
-	return nil
 }
 
 func isErrorType(t resp.Type) bool { return t == resp.ErrorReply || t == resp.BulkError }

@@ -10,13 +10,6 @@ const (
 	Read
 )
 
-func (d Direction) String() string {
-	if d == Write {
-		return "write"
-	}
-	return "read"
-}
-
 // tappedConn reports each Write and Read on the socket to the tap.
 type tappedConn struct {
 	net.Conn

@@ -6,23 +6,22 @@ import "strconv"
 // strings, to dst and returns the extended slice. It allocates nothing when
 // dst has room.
 func AppendCommand[S ~string | ~[]byte](dst []byte, args ...S) []byte {
-	dst = AppendArrayLen(dst, len(args))
+	dst = appendArrayLen(dst, len(args))
 	for _, a := range args {
-		dst = AppendBulk(dst, a)
+		dst = appendBulk(dst, a)
 	}
 	return dst
 }
 
-// AppendArrayLen appends an array header of n elements. With AppendBulk it
-// builds commands whose arguments mix strings and byte slices.
-func AppendArrayLen(dst []byte, n int) []byte {
+// appendArrayLen appends an array header of n elements.
+func appendArrayLen(dst []byte, n int) []byte {
 	dst = append(dst, byte(Array))
 	dst = strconv.AppendInt(dst, int64(n), 10)
 	return append(dst, '\r', '\n')
 }
 
-// AppendBulk appends s as a bulk string.
-func AppendBulk[S ~string | ~[]byte](dst []byte, s S) []byte {
+// appendBulk appends s as a bulk string.
+func appendBulk[S ~string | ~[]byte](dst []byte, s S) []byte {
 	dst = append(dst, byte(Bulk))
 	dst = strconv.AppendInt(dst, int64(len(s)), 10)
 	dst = append(dst, '\r', '\n')

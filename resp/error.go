@@ -10,34 +10,31 @@ import (
 // RESP. The connection that produced them is out of step and must be closed.
 var ErrProtocol = errors.New("resp: protocol error")
 
-// ErrLimit is matched by the errors of replies over a Reader's limits (bulk
-// length, aggregate length, nesting depth, reply memory), which are
-// [*LimitError]. Nothing over a limit is allocated, and the Reader reads
-// past the rest of the frame, so unlike every other error of Read it does
-// not leave the stream unusable.
+// ErrLimit is matched by the error of a reply over one of a Reader's limits
+// (bulk length, aggregate length, nesting depth, reply memory). Nothing
+// over a limit is allocated, and the Reader reads past the rest of the
+// frame, so unlike every other error of Read it does not leave the stream
+// unusable; see [Reader.Read].
 var ErrLimit = errors.New("resp: frame over limit")
 
-// LimitError is the error of a frame over one of a Reader's limits. Read
-// returns it only once it has read past the whole frame, in bounded memory
-// and keeping none of it, so the stream is still in step: the error is not
-// sticky, and the next Read returns the next frame. If the stream fails
-// while the frame is being read past (it ends, or its bytes are not valid
-// RESP), Read returns that failure instead, and it is sticky. LimitError
-// matches ErrLimit.
-type LimitError struct {
-	// Type is the type of the frame that was dropped, after any
+// limitError is the error of a frame over one of a Reader's limits, which
+// Read returns once it has read past the frame (see skipRest).
+type limitError struct {
+	// typ is the type of the frame that was dropped, after any
 	// attributes: a Push frame over a limit is a push frame, not a reply.
-	Type Type
+	// Set once known: when the limit was met in the frame's value, or, for
+	// one met in its attributes, by skipRest.
+	typ Type
 
 	msg string // which limit, and by how much
 }
 
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("%v: %s (the %s frame was read past and dropped)", ErrLimit, e.msg, e.Type)
+func (e *limitError) Error() string {
+	return fmt.Sprintf("%v: %s (the %s frame was read past and dropped)", ErrLimit, e.msg, e.typ)
 }
 
 // Unwrap makes errors.Is(err, ErrLimit) hold.
-func (e *LimitError) Unwrap() error { return ErrLimit }
+func (e *limitError) Unwrap() error { return ErrLimit }
 
 // Error is an error reply from the server.
 //
@@ -70,24 +67,33 @@ type Prefix string
 
 func (p Prefix) Error() string { return string(p) + " error reply" }
 
-// Error codes that Redis sends and that callers commonly branch on.
+// Error codes that Redis sends and that callers commonly branch on. Any
+// other code is matched by its own Prefix: errors.Is(err,
+// resp.Prefix("TRYAGAIN")).
 const (
-	Err         Prefix = "ERR"
-	NoScript    Prefix = "NOSCRIPT"
-	WrongType   Prefix = "WRONGTYPE"
-	Moved       Prefix = "MOVED"
-	Ask         Prefix = "ASK"
-	TryAgain    Prefix = "TRYAGAIN"
-	ClusterDown Prefix = "CLUSTERDOWN"
-	CrossSlot   Prefix = "CROSSSLOT"
-	NoPerm      Prefix = "NOPERM"
-	NoAuth      Prefix = "NOAUTH"
-	WrongPass   Prefix = "WRONGPASS"
-	NoProto     Prefix = "NOPROTO"
-	Loading     Prefix = "LOADING"
-	Busy        Prefix = "BUSY"
-	ReadOnly    Prefix = "READONLY"
-	MasterDown  Prefix = "MASTERDOWN"
-	OOM         Prefix = "OOM"
-	ExecAbort   Prefix = "EXECABORT"
+	// NoScript: EVALSHA of a script the server does not have; send EVAL.
+	NoScript Prefix = "NOSCRIPT"
+	// WrongType: the key holds another kind of value.
+	WrongType Prefix = "WRONGTYPE"
+	// Moved: Redis Cluster, the key's slot is served by another node.
+	Moved Prefix = "MOVED"
+	// Ask: Redis Cluster, the key's slot is being migrated; ask the
+	// other node once.
+	Ask Prefix = "ASK"
+	// ReadOnly: a write sent to a replica, often a former primary after a
+	// failover.
+	ReadOnly Prefix = "READONLY"
+	// Loading: the server is still loading its data set; the command did
+	// not run.
+	Loading Prefix = "LOADING"
+	// Busy: a script or function is running past its time limit.
+	Busy Prefix = "BUSY"
+	// OOM: the server is at maxmemory and refuses writes.
+	OOM Prefix = "OOM"
+	// NoPerm: the ACL user may not run the command or touch the key.
+	NoPerm Prefix = "NOPERM"
+	// NoAuth: the server wants authentication first.
+	NoAuth Prefix = "NOAUTH"
+	// WrongPass: the username or password is wrong.
+	WrongPass Prefix = "WRONGPASS"
 )

@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"unsafe"
+
+	"github.com/batonlock/baton/internal/respframe"
 )
 
 // Reader decodes replies from a buffered stream.
@@ -17,15 +19,15 @@ import (
 // Errors are sticky, as in bufio: after a protocol error or a failed read,
 // every later Read returns the same error, because the stream can no longer
 // be trusted to be in step. A frame over a limit is the exception: the
-// Reader reads past it and returns a [*LimitError], and the next Read goes
-// on with the next frame.
+// Reader reads past it and returns an error matching [ErrLimit], and the
+// next Read goes on with the next frame.
 type Reader struct {
 	br              *bufio.Reader
 	maxBulkLen      int
 	maxAggregateLen int
 	maxDepth        int
 	maxReplyMemory  int
-	bufferSize      int
+	bufferSize      int // of the bufio.Reader NewReader makes, if it makes one
 	resp2           bool
 
 	err   error
@@ -40,30 +42,45 @@ type Reader struct {
 const valueSize = int(unsafe.Sizeof(Value{}))
 
 // NewReader returns a Reader of RESP frames from rd.
+//
+// If rd is a *bufio.Reader, the Reader reads through its buffer and keeps
+// none of its own: the bytes it holds are those not yet decoded, so its
+// owner may look at them between Reads (Buffered, Peek) without losing
+// any, and its size is that of the longest line read without copying.
+// Any other rd is wrapped in a 16 KiB bufio.Reader.
 func NewReader(rd io.Reader, opts ...ReaderOption) *Reader {
 	r := &Reader{
 		maxBulkLen:      DefaultMaxBulkLen,
-		maxAggregateLen: DefaultMaxAggregateLen,
-		maxDepth:        DefaultMaxDepth,
-		maxReplyMemory:  DefaultMaxReplyMemory,
-		bufferSize:      DefaultBufferSize,
+		maxAggregateLen: defaultMaxAggregateLen,
+		maxDepth:        defaultMaxDepth,
+		maxReplyMemory:  defaultMaxReplyMemory,
+		bufferSize:      defaultBufferSize,
 	}
 	for _, o := range opts {
 		o(r)
 	}
-	r.br = bufio.NewReaderSize(rd, r.bufferSize)
+	if br, ok := rd.(*bufio.Reader); ok {
+		r.br = br
+	} else {
+		r.br = bufio.NewReaderSize(rd, r.bufferSize)
+	}
 	return r
 }
-
-// Buffered returns the number of bytes read from the stream but not yet
-// decoded.
-func (r *Reader) Buffered() int { return r.br.Buffered() }
 
 // Read decodes the next frame. At a clean end of stream, between frames, it
 // returns io.EOF; a stream that ends inside a frame gives
 // io.ErrUnexpectedEOF. An error reply from the server is a Value of type
-// ErrorReply or BulkError, not an error of Read. A frame over a limit gives
-// a *LimitError, once the frame has been read past; see LimitError.
+// [ErrorReply] or [BulkError], not an error of Read.
+//
+// A frame over one of the Reader's limits fails with an error matching
+// [ErrLimit], returned only once the frame has been read past, in bounded
+// memory and keeping none of it, so the stream is still in step: the error
+// is not sticky, and the next Read returns the next frame. The Value
+// returned with it has only its Type set: that of the frame dropped, after
+// any attributes (a push frame over a limit is a [Push], not a reply). If
+// the stream fails while the frame is being read past (it ends, or its
+// bytes are not valid RESP), Read returns that failure instead, and it is
+// sticky.
 func (r *Reader) Read() (Value, error) {
 	if r.err != nil {
 		return Value{}, r.err
@@ -78,10 +95,10 @@ func (r *Reader) Read() (Value, error) {
 	if err == nil {
 		return v, nil
 	}
-	lim, over := err.(*LimitError)
+	lim, over := err.(*limitError)
 	if over {
 		if err = r.skipRest(lim); err == nil {
-			return Value{}, lim
+			return Value{Type: lim.typ}, lim
 		}
 	}
 	if errors.Is(err, io.EOF) {
@@ -106,17 +123,17 @@ func (r *Reader) readValue(depth int) (Value, error) {
 // number of aggregates that enclose it.
 func (r *Reader) readFrame(t Type, depth int) (Value, error) {
 	var attrs []Value
-	for t == Attribute && !r.resp2 {
+	for t == attribute && !r.resp2 {
 		// Attributes are read in a loop, not by recursion, so a stream of
 		// them cannot grow the stack; their pairs share one element budget.
 		var err error
 		if attrs, err = r.readElems(t, attrs, depth); err != nil {
-			if _, ok := err.(*LimitError); ok {
+			if _, ok := err.(*limitError); ok {
 				// The value the attributes belong to is still to come.
 				if depth == 0 {
 					r.left.top = true
 				} else {
-					r.left.elems = addCounts(r.left.elems, 1)
+					r.left.elems = respframe.AddCounts(r.left.elems, 1)
 				}
 			}
 			return Value{}, err
@@ -128,8 +145,8 @@ func (r *Reader) readFrame(t Type, depth int) (Value, error) {
 		t = Type(b)
 	}
 	v, err := r.readPlain(t, depth)
-	if lim, ok := err.(*LimitError); ok && depth == 0 {
-		lim.Type = t
+	if lim, ok := err.(*limitError); ok && depth == 0 {
+		lim.typ = t
 	}
 	v.Attrs = attrs
 	return v, err
@@ -154,7 +171,7 @@ func (r *Reader) readPlain(t Type, depth int) (Value, error) {
 		if err != nil {
 			return v, err
 		}
-		n, ok := parseInt(line)
+		n, ok := respframe.ParseInt(line)
 		if !ok {
 			return v, protocolError("bad integer %q", line)
 		}
@@ -258,8 +275,8 @@ func (r *Reader) readElems(t Type, elems []Value, depth int) ([]Value, error) {
 // elemCount is how many elements follow the header of an aggregate of type
 // t and length n: a map or attribute has n pairs.
 func elemCount(t Type, n int) int {
-	if t == Map || t == Attribute {
-		return addCounts(n, n)
+	if t == Map || t == attribute {
+		return respframe.AddCounts(n, n)
 	}
 	return n
 }
@@ -270,13 +287,13 @@ func elemCount(t Type, n int) int {
 func (r *Reader) readElemsOf(t Type, count int, elems []Value, depth int) ([]Value, error) {
 	switch {
 	case depth+1 > r.maxDepth:
-		r.left.elems = addCounts(r.left.elems, count)
+		r.left.elems = respframe.AddCounts(r.left.elems, count)
 		return nil, overLimit("%s nested %d deep, limit %d", t, depth+1, r.maxDepth)
 	case count > r.maxAggregateLen-len(elems):
-		r.left.elems = addCounts(r.left.elems, count)
-		return nil, overLimit("%s of %d elements, limit %d", t, addCounts(len(elems), count), r.maxAggregateLen)
+		r.left.elems = respframe.AddCounts(r.left.elems, count)
+		return nil, overLimit("%s of %d elements, limit %d", t, respframe.AddCounts(len(elems), count), r.maxAggregateLen)
 	case count > (r.maxReplyMemory-r.used)/valueSize:
-		r.left.elems = addCounts(r.left.elems, count)
+		r.left.elems = respframe.AddCounts(r.left.elems, count)
 		return nil, r.overMemory()
 	}
 	r.used += count * valueSize
@@ -295,8 +312,8 @@ func (r *Reader) readElemsOf(t Type, count int, elems []Value, depth int) ([]Val
 	for i := range count {
 		e, err := r.readValue(depth + 1)
 		if err != nil {
-			if _, ok := err.(*LimitError); ok {
-				r.left.elems = addCounts(r.left.elems, count-i-1)
+			if _, ok := err.(*limitError); ok {
+				r.left.elems = respframe.AddCounts(r.left.elems, count-i-1)
 			}
 			return nil, err
 		}
@@ -319,7 +336,7 @@ func (r *Reader) readLength(t Type) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	n, ok := parseInt(line)
+	n, ok := respframe.ParseInt(line)
 	switch {
 	case !ok:
 		return 0, protocolError("bad %s length %q", t, line)
@@ -348,27 +365,13 @@ func (r *Reader) charge(n int) bool {
 	return true
 }
 
-func (r *Reader) overMemory() *LimitError {
+func (r *Reader) overMemory() *limitError {
 	return overLimit("reply would take over %d bytes of memory", r.maxReplyMemory)
 }
 
-func overLimit(format string, args ...any) *LimitError {
-	return &LimitError{msg: fmt.Sprintf(format, args...)}
+func overLimit(format string, args ...any) *limitError {
+	return &limitError{msg: fmt.Sprintf(format, args...)}
 }
-
-// addCounts adds two element counts, saturating at math.MaxInt: a frame
-// that declares that many could not be read to its end anyway.
-func addCounts(a, b int) int {
-	if a > math.MaxInt-b {
-		return math.MaxInt
-	}
-	return a + b
-}
-
-// maxNumberLine caps the lines that carry a number or a flag (integer,
-// length, boolean, null). The longest valid one, "-9223372036854775808",
-// has 20 bytes; the margin admits leading zeros.
-const maxNumberLine = 64
 
 // readText reads the line of a simple string, error, double or big number,
 // whose text counts against the bulk length limit and the reply's memory.
@@ -381,14 +384,14 @@ func (r *Reader) readText() ([]byte, error) {
 }
 
 // readNumberLine reads a line that carries a number or a flag. One longer
-// than maxNumberLine cannot be valid: it is a protocol error.
+// than respframe.MaxNumberLine cannot be valid: it is a protocol error.
 func (r *Reader) readNumberLine() ([]byte, error) {
-	return r.readLine(maxNumberLine, ErrProtocol)
+	return r.readLine(respframe.MaxNumberLine, ErrProtocol)
 }
 
 // readLine returns the next CRLF-terminated line without its CRLF. A line
 // whose text is longer than limit fails, as soon as that is known, with a
-// *LimitError if tooLong is ErrLimit (the rest of the line is then left to
+// *limitError if tooLong is ErrLimit (the rest of the line is then left to
 // skipRest), else with a protocol error. The slice is valid until the next
 // read.
 func (r *Reader) readLine(limit int, tooLong error) ([]byte, error) {
@@ -401,7 +404,7 @@ func (r *Reader) readLine(limit int, tooLong error) ([]byte, error) {
 			// before the bytes are copied, so an over-long line costs
 			// nothing.
 			if len(r.long)+len(line)-1 > limit {
-				if cap(r.long) > 4*r.bufferSize {
+				if cap(r.long) > 4*r.br.Size() {
 					r.long = nil
 				}
 				if tooLong == ErrLimit {
@@ -414,7 +417,7 @@ func (r *Reader) readLine(limit int, tooLong error) ([]byte, error) {
 		}
 		r.long = append(r.long, line...)
 		line = r.long
-		if cap(r.long) > 4*r.bufferSize {
+		if cap(r.long) > 4*r.br.Size() {
 			r.long = nil // do not keep a rare huge line's buffer
 		}
 	}
@@ -473,35 +476,6 @@ func (r *Reader) readBulk(n int) (string, error) {
 		return "", protocolError("bulk payload not followed by CRLF")
 	}
 	return unsafe.String(unsafe.SliceData(buf), n), nil
-}
-
-func parseInt(b []byte) (int64, bool) {
-	neg := len(b) > 0 && b[0] == '-'
-	if neg {
-		b = b[1:]
-	}
-	if len(b) == 0 {
-		return 0, false
-	}
-	maxMagnitude := uint64(1<<63 - 1)
-	if neg {
-		maxMagnitude = 1 << 63
-	}
-	var n uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		d := uint64(c - '0')
-		if n > (maxMagnitude-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	if neg {
-		return -int64(n), true
-	}
-	return int64(n), true
 }
 
 func isBigNumber(b []byte) bool {

@@ -3,35 +3,40 @@ package resp
 // ReaderOption configures a Reader.
 type ReaderOption func(*Reader)
 
-// Limits a Reader applies unless told otherwise.
+// DefaultMaxBulkLen is the length of the longest bulk string a Reader reads
+// unless told otherwise: see [WithMaxBulkLen].
+const DefaultMaxBulkLen = 64 << 20
+
+// Limits a Reader applies unless told otherwise; each option states its
+// own.
 const (
-	DefaultMaxBulkLen      = 64 << 20
-	DefaultMaxAggregateLen = 1 << 20
-	DefaultMaxDepth        = 16
-	DefaultMaxReplyMemory  = 128 << 20
-	DefaultBufferSize      = 16 << 10
+	defaultMaxAggregateLen = 1 << 20
+	defaultMaxDepth        = 16
+	defaultMaxReplyMemory  = 128 << 20
+	// defaultBufferSize is the size of the buffer NewReader wraps a reader
+	// in when it is not a *bufio.Reader.
+	defaultBufferSize = 16 << 10
 )
 
 // WithMaxBulkLen caps the length of one bulk string, verbatim string, bulk
 // error, or line of text (simple string, error, double, big number), in
-// bytes. Default: DefaultMaxBulkLen (64 MiB); Redis itself accepts up to
+// bytes. Default: [DefaultMaxBulkLen] (64 MiB); Redis itself accepts up to
 // 512 MiB (proto-max-bulk-len), so raise it to read larger values, and
-// WithMaxReplyMemory with it.
+// [WithMaxReplyMemory] with it.
 func WithMaxBulkLen(n int) ReaderOption {
 	return func(r *Reader) { r.maxBulkLen = n }
 }
 
 // WithMaxAggregateLen caps the number of elements of one array, set or push
 // frame; a map or attribute of n pairs counts as 2n, and the attributes
-// before one value count together. Default: DefaultMaxAggregateLen
-// (1,048,576).
+// before one value count together. Default: 1,048,576 (1 << 20).
 func WithMaxAggregateLen(n int) ReaderOption {
 	return func(r *Reader) { r.maxAggregateLen = n }
 }
 
 // WithMaxDepth caps how deeply aggregates may nest; a reply that is not an
-// aggregate has depth 0, a flat array depth 1. Default: DefaultMaxDepth (16),
-// far above what any Redis command replies with.
+// aggregate has depth 0, a flat array depth 1. Default: 16, far above what
+// any Redis command replies with.
 func WithMaxDepth(n int) ReaderOption {
 	return func(r *Reader) { r.maxDepth = n }
 }
@@ -43,17 +48,11 @@ func WithMaxDepth(n int) ReaderOption {
 // nest, and each element costs about 100 bytes however short it is on the
 // wire, so a 16 MiB reply of small integers within the count limits would
 // take some 500 MiB. The cost of an aggregate's elements is counted when
-// its header arrives, before any of them is allocated. Default:
-// DefaultMaxReplyMemory (128 MiB), which holds a DefaultMaxBulkLen bulk, or
-// a flat DefaultMaxAggregateLen array of strings up to 24 bytes long.
+// its header arrives, before any of them is allocated. Default: 128 MiB,
+// which holds a bulk of the default 64 MiB limit, or a flat array of
+// 1,048,576 strings (the default aggregate limit) up to 24 bytes long.
 func WithMaxReplyMemory(n int) ReaderOption {
 	return func(r *Reader) { r.maxReplyMemory = n }
-}
-
-// WithBufferSize sets the size of the Reader's read buffer, which is also the
-// longest line it reads without copying. Default: DefaultBufferSize (16 KiB).
-func WithBufferSize(n int) ReaderOption {
-	return func(r *Reader) { r.bufferSize = n }
 }
 
 // WithRESP2 makes the Reader refuse the RESP3-only frame types, push frames

@@ -500,8 +500,8 @@ func TestReadOverLimit(t *testing.T) {
 					require.NotErrorIs(t, err, io.ErrUnexpectedEOF)
 					var lim *resp.LimitError
 					require.ErrorAs(t, err, &lim)
-					require.Equal(t, tc.wantType, lim.Type, src.name)
-					require.Equal(t, resp.Value{}, v)
+					require.Equal(t, tc.wantType, v.Type, src.name)
+					require.Equal(t, resp.Value{Type: tc.wantType}, v)
 				}
 				v, err := r.Read()
 				require.NoError(t, err, src.name)

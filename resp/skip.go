@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"errors"
 	"math"
+
+	"github.com/batonlock/baton/internal/respframe"
 )
 
 // A frame over a limit is read past rather than decoded, so that the stream
@@ -34,7 +36,7 @@ const (
 
 // skipRest reads past what r.left records, and sets lim.Type when the
 // frame's type was not known yet.
-func (r *Reader) skipRest(lim *LimitError) error {
+func (r *Reader) skipRest(lim *limitError) error {
 	left := r.left
 	r.left = leftover{}
 	switch left.partial {
@@ -65,8 +67,8 @@ func (r *Reader) skipRest(lim *LimitError) error {
 		if err != nil {
 			return err
 		}
-		if t != Attribute {
-			lim.Type = t
+		if t != attribute {
+			lim.typ = t
 			return r.skip(more)
 		}
 		if err := r.skip(more - 1); err != nil { // the pairs; the value is next
@@ -86,7 +88,7 @@ func (r *Reader) skip(n int) error {
 		if err != nil {
 			return err
 		}
-		n = addCounts(n, more)
+		n = respframe.AddCounts(n, more)
 	}
 	return nil
 }
@@ -111,13 +113,13 @@ func (r *Reader) skipHeader(t Type) (int, error) {
 			return 0, err
 		}
 		return 0, r.skipPayload(n)
-	case Array, Set, Push, Map, Attribute:
+	case Array, Set, Push, Map, attribute:
 		n, err := r.readLength(t)
 		if err != nil || n < 0 {
 			return 0, err
 		}
-		if t == Attribute {
-			return addCounts(elemCount(t, n), 1), nil
+		if t == attribute {
+			return respframe.AddCounts(elemCount(t, n), 1), nil
 		}
 		return elemCount(t, n), nil
 	}

@@ -8,8 +8,10 @@ import (
 // Type is the first byte of a RESP frame.
 type Type byte
 
-// The RESP2 and RESP3 frame types. RESP2's null bulk ($-1) and null array
-// (*-1) are read as [Null], so callers test for nil replies one way.
+// The types of the values Read returns: every RESP2 and RESP3 frame type
+// but the attribute, whose pairs go to the Attrs of the value they come
+// before. RESP2's null bulk ($-1) and null array (*-1) are read as [Null],
+// so callers test for nil replies one way.
 const (
 	SimpleString Type = '+'
 	ErrorReply   Type = '-'
@@ -24,8 +26,11 @@ const (
 	Verbatim     Type = '='
 	Map          Type = '%'
 	Set          Type = '~'
-	Attribute    Type = '|'
 	Push         Type = '>'
+
+	// attribute frames ('|') are not values: their pairs go to the
+	// Attrs of the value they come before.
+	attribute Type = '|'
 )
 
 var typeNames = map[Type]string{
@@ -42,7 +47,7 @@ var typeNames = map[Type]string{
 	Verbatim:     "verbatim string",
 	Map:          "map",
 	Set:          "set",
-	Attribute:    "attribute",
+	attribute:    "attribute",
 	Push:         "push",
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"io"
 	"strings"
@@ -66,13 +67,14 @@ func writeTap(w io.Writer, t *tapReport) {
 // piece, as they are.
 func splitFrames(p string) []string {
 	src := strings.NewReader(p)
-	r := resp.NewReader(src)
+	br := bufio.NewReader(src) // the reader's own buffer: what it holds is not decoded yet
+	r := resp.NewReader(br)
 	var frames []string
 	for start := 0; start < len(p); {
 		if _, err := r.Read(); err != nil {
 			return append(frames, p[start:])
 		}
-		end := len(p) - src.Len() - r.Buffered()
+		end := len(p) - src.Len() - br.Buffered()
 		frames = append(frames, p[start:end])
 		start = end
 	}

@@ -189,7 +189,7 @@ func (c *Client) Close() error {
 // the command works on.
 func (c *Client) Do(ctx context.Context, key string, args ...string) (resp.Value, error) {
 	if len(args) == 0 {
-		return resp.Value{}, conn.ErrEmptyCommand
+		return resp.Value{}, errEmptyCommand
 	}
 	replies, err := c.DoMulti(ctx, key, args)
 	if err != nil {

@@ -57,7 +57,7 @@ func TestRealClusterEval(t *testing.T) {
 			// Keys of two slots in one script: the server refuses it, and
 			// the reply is the caller's.
 			v, err = c.Do(ctx, key, "EVAL", releaseScript, "2", key, "other", "token")
-			require.ErrorIs(t, err, resp.CrossSlot)
+			require.ErrorIs(t, err, resp.Prefix("CROSSSLOT"))
 			require.Equal(t, resp.ErrorReply, v.Type)
 
 			n, err := c.Node(ctx, key)
@@ -141,9 +141,9 @@ func TestEmptyBatches(t *testing.T) {
 	require.NoError(t, err)
 	require.Nil(t, replies)
 	_, err = c.DoMulti(ctx, "k", []string{"PING"}, nil)
-	require.ErrorIs(t, err, conn.ErrEmptyCommand)
+	require.ErrorIs(t, err, cluster.ErrEmptyCommand)
 	_, err = c.Do(ctx, "k")
-	require.ErrorIs(t, err, conn.ErrEmptyCommand)
+	require.ErrorIs(t, err, cluster.ErrEmptyCommand)
 	require.Equal(t, []string{"CLUSTER SHARDS"}, a.commands(), "nothing sent")
 }
 

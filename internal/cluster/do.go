@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/replydeadline"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -61,7 +62,7 @@ func (c *Client) DoMulti(ctx context.Context, key string, cmds ...[]string) ([]r
 	}
 	for _, cmd := range cmds {
 		if len(cmd) == 0 {
-			return nil, conn.ErrEmptyCommand
+			return nil, errEmptyCommand
 		}
 	}
 	name := batchName(cmds) // formatted only in an error
@@ -192,13 +193,21 @@ func RefusedForNow(err error) bool {
 	return false
 }
 
-var notNowPrefixes = []resp.Prefix{resp.TryAgain, resp.ClusterDown, resp.Loading, resp.MasterDown, resp.ReadOnly}
+// The error codes of a cluster in flux that resp leaves to a Prefix of
+// one's own: no user of a single server branches on them.
+const (
+	tryAgain    resp.Prefix = "TRYAGAIN"
+	clusterDown resp.Prefix = "CLUSTERDOWN"
+	masterDown  resp.Prefix = "MASTERDOWN"
+)
+
+var notNowPrefixes = []resp.Prefix{tryAgain, clusterDown, resp.Loading, masterDown, resp.ReadOnly}
 
 // staleTopology reports whether a refusal may mean that the slot has
 // another primary now: after a failover (CLUSTERDOWN while it runs), or a
 // demotion (READONLY, MASTERDOWN).
 func staleTopology(refused error) bool {
-	return errors.Is(refused, resp.ClusterDown) || errors.Is(refused, resp.ReadOnly) || errors.Is(refused, resp.MasterDown)
+	return errors.Is(refused, clusterDown) || errors.Is(refused, resp.ReadOnly) || errors.Is(refused, masterDown)
 }
 
 // unavailableWait paces the resends of a batch that the cluster refused
@@ -217,7 +226,7 @@ const (
 // has ended or its reply deadline would pass first.
 func (w *unavailableWait) pause(ctx context.Context) bool {
 	w.next = min(max(2*w.next, firstUnavailablePause), maxUnavailablePause)
-	if by, ok := conn.ReplyDeadline(ctx); ok && time.Until(by) <= w.next {
+	if by := replydeadline.Of(ctx); !by.IsZero() && time.Until(by) <= w.next {
 		return false
 	}
 	if pause(ctx, w.next) != nil {

@@ -8,3 +8,6 @@ import "errors"
 // last MOVED or ASK reply (test it with errors.Is and resp.Moved or
 // resp.Ask) or the last connection error.
 var ErrTooManyRetries = errors.New("cluster: too many retries")
+
+// errEmptyCommand is returned for a command with no arguments.
+var errEmptyCommand = errors.New("cluster: empty command")

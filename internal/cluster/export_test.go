@@ -11,6 +11,9 @@ func (c *Client) SlotOwner(slot int) string {
 	return addr
 }
 
+// ErrEmptyCommand is the error of a command with no arguments.
+var ErrEmptyCommand = errEmptyCommand
+
 // ErrNoSlots is the error of a topology in which no primary serves a slot.
 var ErrNoSlots = errNoSlots
 

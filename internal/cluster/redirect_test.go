@@ -14,6 +14,7 @@ import (
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/internal/replydeadline"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -329,7 +330,7 @@ func TestRefusedForNowIsSentAgain(t *testing.T) {
 		}{
 			{"runs on the eighth try", 7, nil, nil},
 			{"refused until the reply deadline", 1 << 30, func(ctx context.Context) (context.Context, context.CancelFunc) {
-				return conn.WithReplyDeadline(ctx, time.Now().Add(300*time.Millisecond)), func() {}
+				return replydeadline.With(ctx, time.Now().Add(300*time.Millisecond)), func() {}
 			}, prefix},
 			{"refused until the context ends", 1 << 30, func(ctx context.Context) (context.Context, context.CancelFunc) {
 				return context.WithTimeout(ctx, 300*time.Millisecond)

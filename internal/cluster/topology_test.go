@@ -280,7 +280,7 @@ func TestTopologyFailures(t *testing.T) {
 	notCluster := startNode(t)
 	notCluster.setScript(func([]string) string { return errReply("ERR This instance has cluster support disabled") })
 	_, err := cluster.New(testContext(t), []string{notCluster.Addr})
-	require.ErrorIs(t, err, resp.Err)
+	require.ErrorIs(t, err, resp.Prefix("ERR"))
 	require.Equal(t, []string{"CLUSTER SHARDS", "CLUSTER SLOTS"}, notCluster.commands())
 
 	good := startNode(t)
