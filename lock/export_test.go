@@ -42,11 +42,11 @@ func AskAs(ctx context.Context, l *Locker, key, owner string, waiterID uint64, c
 	c := l.newClaim(key)
 	c.owner = owner
 	c.asker = formatAsker(channel, waiterID)
-	ls, _, _, err := c.tryFast(ctx, true, nil)
-	if ls == nil && err == nil {
+	a, err := c.tryFast(ctx, c.ask(), nil)
+	if a.lease == nil && err == nil {
 		return nil, ErrNotAcquired
 	}
-	return ls, err
+	return a.lease, err
 }
 
 // Deadline is when the lease ends by this process's clock unless extended.

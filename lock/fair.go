@@ -21,24 +21,25 @@ import (
 // for without one; queueing comes after, if needed. The try takes the lock
 // only where a queued attempt would have taken it at once, so it changes
 // nobody's order.
-func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
+func (c *claim) lockFair(ctx context.Context, cmds [][]string) (attempt, error) {
 	l := c.l
 	if l.sharded {
-		ls, _, replies, err := c.fairAttempt(ctx, nil, cmds, 0)
-		if ls != nil || err != nil {
-			return ls, replies, err
+		a, err := c.fairAttempt(ctx, nil, cmds, 0)
+		if a.lease != nil || err != nil {
+			return a, err
 		}
 	}
 	fl, err := c.listenFair(ctx)
 	if err != nil {
-		return nil, nil, err
+		return attempt{}, err
 	}
 	defer func() { fl.w.Close() }()
-	ls, queuedAfter, replies, err := c.fairAttempt(ctx, fl, cmds, 0)
+	a, err := c.fairAttempt(ctx, fl, cmds, 0)
+	queuedAfter := a.lastToken
 	var timer *time.Timer
 	for {
-		if ls != nil || err != nil {
-			return ls, replies, err
+		if a.lease != nil || err != nil {
+			return a, err
 		}
 		if l.nodes.stale(fl.sub, c.names.lock) {
 			// The key's slot moved, and the attempt that found it out
@@ -49,9 +50,9 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			fl.w.Close()
 			if fl, err = c.listenFair(ctx); err != nil {
 				c.releaseInBackground()
-				return nil, nil, err
+				return attempt{}, err
 			}
-			ls, _, replies, err = c.fairAttempt(ctx, fl, cmds, queuedAfter)
+			a, err = c.fairAttempt(ctx, fl, cmds, queuedAfter)
 			continue
 		}
 		if timer == nil {
@@ -72,15 +73,14 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (*Lease, []resp.V
 			// Leave the queue, and pass on an offer that raced the
 			// cancel.
 			c.releaseInBackground()
-			return nil, nil, c.errorf("wait", ctx.Err())
+			return attempt{}, c.errorf("wait", ctx.Err())
 		case <-l.closing.Done():
 			c.releaseInBackground()
-			return nil, nil, c.errorf("wait", ErrClosed)
+			return attempt{}, c.errorf("wait", ErrClosed)
 		}
-		var seen uint64
-		ls, seen, replies, err = c.fairAttempt(ctx, fl, withCmds, queuedAfter)
+		a, err = c.fairAttempt(ctx, fl, withCmds, queuedAfter)
 		if queuedAfter == 0 {
-			queuedAfter = seen
+			queuedAfter = a.lastToken
 		}
 	}
 }
@@ -114,9 +114,9 @@ func (c *claim) listenFair(ctx context.Context) (*fairListener, error) {
 // write: it takes the lock if it is free and nobody is queued, confirms an
 // offer made to the caller, and otherwise queues the caller, or renews its
 // place, when fl (where hand-offs reach it) is given. When not acquired it
-// also returns the last fencing token handed out; queuedAfter is recorded
-// on a lease it grants.
-func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]string, queuedAfter uint64) (*Lease, uint64, []resp.Value, error) {
+// says the last fencing token handed out; queuedAfter is recorded on a
+// lease it grants.
+func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]string, queuedAfter uint64) (attempt, error) {
 	l := c.l
 	args := fairAcquireArgs{owner: c.owner, ttl: l.ttlArg, waiterID: "0", queueLease: l.queueLeaseArg,
 		retention: l.retentionArg, window: l.windowArg, queued: c.queued, publish: l.publish}
@@ -127,25 +127,19 @@ func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]stri
 	}
 	c.queued = c.queued || fl != nil
 	start := time.Now()
-	v, rest, short, err := l.runAcked(ctx, c.cmd, fairAcquireScript, false, c.names.fairKeys(), args.argv(), cmds)
-	ls, seen, err := c.fairAcquired(start, v, err, queuedAfter)
-	if ls == nil {
-		rest = nil
-	}
-	if ls != nil && short != nil {
-		return nil, 0, nil, c.unacknowledged(ctx, ls, short)
-	}
-	return ls, seen, rest, err
+	r, err := l.runAcked(ctx, c.cmd, scriptCall{script: &fairAcquireScript, keys: c.names.fairKeys(), args: args.argv()}, cmds)
+	a, err := c.fairAcquired(start, r.reply, err, queuedAfter)
+	return c.confirmed(ctx, a, r, err)
 }
 
 // fairAcquired reads the fair acquire script's reply, checking its shape:
 // token > 0, or {0, PTTL, last token >= 0}.
-func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAfter uint64) (*Lease, uint64, error) {
+func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAfter uint64) (attempt, error) {
 	if err != nil {
 		if mayHaveRun(err) {
 			c.releaseInBackground()
 		}
-		return nil, 0, c.errorf("acquire", err)
+		return attempt{}, c.errorf("acquire", err)
 	}
 	e := v.Elems
 	valid := v.Type == resp.Array && len(e) >= 2 && e[0].Type == resp.Integer && e[1].Type == resp.Integer
@@ -154,16 +148,27 @@ func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAft
 		ls := c.newLease(uint64(v.Int), start, queuedAfter)
 		if ls == nil {
 			c.releaseInBackground()
-			return nil, 0, ErrClosed
+			return attempt{}, ErrClosed
 		}
-		return ls, 0, nil
+		return attempt{lease: ls}, nil
 	case valid && e[0].Int == 0 && len(e) == 3 && e[2].Type == resp.Integer && e[2].Int >= 0:
-		return nil, uint64(e[2].Int), nil
+		return attempt{lastToken: uint64(e[2].Int)}, nil
 	}
 	// A reply no script of ours gives: whatever the server did, the
 	// claim must not hold or wait on it.
 	c.releaseInBackground()
-	return nil, 0, c.errorf("acquire", errBadReply)
+	return attempt{}, c.errorf("acquire", errBadReply)
+}
+
+// fairRelease is the release script's call for the claim, behind a PING
+// as every release is.
+func (c *claim) fairRelease() scriptCall {
+	return scriptCall{script: &fairReleaseScript, keys: c.names.fairKeys(), args: c.releaseArgs(), lead: pingFirst}
+}
+
+// fairCommit is the commit script's call for the claim's write-back w.
+func (c *claim) fairCommit(w *Write) scriptCall {
+	return scriptCall{script: &fairCommitScript, keys: append(c.names.fairKeys(), w.Key), args: c.commitArgs(w)}
 }
 
 // The fair mode's scripts (fair.lua). Their release and commit take the

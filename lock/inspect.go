@@ -108,19 +108,16 @@ func (l *Locker) Inspect(ctx context.Context, key string, cmds ...[]string) (Inf
 	}
 	defer l.exit()
 	n := l.keyNames(key)
-	fair := "0"
-	if l.opts.Fair {
-		fair = "1"
-	}
-	v, replies, err := runWith(ctx, l.nodes.commander(n.lock), inspectScript, false, []string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, []string{fair}, cmds)
+	r, err := runScript(ctx, l.nodes.commander(n.lock), scriptCall{script: &inspectScript,
+		keys: []string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, args: []string{flag(l.opts.Fair)}}, cmds)
 	if err != nil {
 		return Info{}, fmt.Errorf("lock %q: inspect: %w", key, err)
 	}
-	info, err := readInfo(v, l.opts.Fair)
+	info, err := readInfo(r.reply, l.opts.Fair)
 	if err != nil {
 		return Info{}, fmt.Errorf("lock %q: inspect: %w", key, err)
 	}
-	info.Replies = replies
+	info.Replies = r.after
 	return info, nil
 }
 

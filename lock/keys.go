@@ -3,13 +3,10 @@ package lock
 import (
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/batonlock/baton/resp"
 )
 
 // maxKeyLen is the longest lock key accepted, in bytes. Redis allows far
@@ -31,7 +28,7 @@ type keyNames struct {
 var suffixes = [...]string{":wanted", ":fence", ":queue", ":waiters", ":seq"}
 
 func (l *Locker) keyNames(key string) keyNames {
-	names, _ := l.claimStrings(key, false)
+	names, _ := l.claimStrings(key, noOwner)
 	return names
 }
 
@@ -41,10 +38,18 @@ const ownerLen = 26
 
 const ownerAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 
-// claimStrings returns a lock's key names and, if asked, a new owner
+// owner says whether claimStrings makes an owner token.
+type owner int
+
+const (
+	noOwner  owner = iota // the names alone
+	newOwner              // the names and a new random owner token
+)
+
+// claimStrings returns a lock's key names and, if o asks, a new owner
 // token. Every acquire needs them: they are cut from one string, laid out
 // as <base>:wanted<base>:fence...<owner>, so they cost one allocation.
-func (l *Locker) claimStrings(key string, withOwner bool) (keyNames, string) {
+func (l *Locker) claimStrings(key string, o owner) (keyNames, string) {
 	baseLen := len(l.opts.Prefix) + len(key) + 2
 	var b strings.Builder
 	b.Grow(len(suffixes)*baseLen + len(":wanted:fence:queue:waiters:seq") + ownerLen)
@@ -57,7 +62,7 @@ func (l *Locker) claimStrings(key string, withOwner bool) (keyNames, string) {
 		b.WriteString(suffix)
 		ends[i] = b.Len()
 	}
-	if withOwner {
+	if o == newOwner {
 		var random [ownerLen]byte
 		_, _ = rand.Read(random[:]) // never fails (see crypto/rand.Read)
 		for _, r := range random {
@@ -80,54 +85,9 @@ func (l *Locker) claimStrings(key string, withOwner bool) (keyNames, string) {
 func (n keyNames) fastKeys() []string { return []string{n.lock, n.fence, n.wanted} }
 
 // fairKeys are the KEYS of the fair mode's scripts, in their order: lock,
-// fence, queue, waiters, seq, wanted (see fair_scripts.go).
+// fence, queue, waiters, seq, wanted (see fair.lua).
 func (n keyNames) fairKeys() []string {
 	return []string{n.lock, n.fence, n.queue, n.waiters, n.seq, n.wanted}
-}
-
-// claim is one owner's claim on one lock: the key, its names in Redis, and
-// the random owner token that the lock holds while the claim has it. One
-// Lock call is one claim, whatever number of attempts it makes.
-type claim struct {
-	l     *Locker
-	key   string
-	names keyNames
-	owner string    // 130 random bits (see claimStrings)
-	cmd   commander // where the lock's commands go
-	// asker is "<waiter-id> <channel>" where a hand-off reaches this
-	// claim's waiter; set by a fast-mode Lock before it first asks.
-	asker string
-	// asked is set once a fast-mode attempt of the claim has asked; only
-	// the goroutine of its Lock uses it.
-	asked bool
-	// queued is set once a fair attempt may have queued the claim; only
-	// the goroutine of its Lock or TryLock uses it.
-	queued bool
-	// listener is a fair-mode claim's registration for hand-offs while
-	// it waits, kept here so that it costs no allocation more; only the
-	// goroutine of its Lock or TryLock uses it.
-	listener fairListener
-	// lease is the Lease that the claim lives in, made with it so that a
-	// claim that acquires costs no allocation more; it is given out only
-	// once acquired.
-	lease *Lease
-}
-
-func (l *Locker) newClaim(key string) *claim {
-	names, owner := l.claimStrings(key, true)
-	ls := &Lease{c: claim{l: l, key: key, names: names, owner: owner, cmd: l.nodes.commander(names.lock)}}
-	ls.c.lease = ls
-	return &ls.c
-}
-
-// errorf wraps err with the claim's key and the operation, as every error
-// of the package is.
-func (c *claim) errorf(op string, err error) error {
-	if _, ok := c.l.nodes.(single); ok && errors.Is(err, resp.Moved) {
-		// The commonest mistake on a cluster: a node's own address.
-		return fmt.Errorf("lock %q: %s: %w (the server is a Redis Cluster node: open the Locker with a redis+cluster:// URL)", c.key, op, err)
-	}
-	return fmt.Errorf("lock %q: %s: %w", c.key, op, err)
 }
 
 func checkCall(ctx context.Context, prefix, key string) error {

@@ -298,7 +298,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	defer ls.giveTurn()
 	start := time.Now()
-	v, _, short, err := c.l.runAcked(ctx, c.cmd, extendScript, false, []string{c.names.lock}, []string{c.owner, millis(ttl)}, nil)
+	r, err := c.l.runAcked(ctx, c.cmd, scriptCall{script: &extendScript, keys: []string{c.names.lock}, args: []string{c.owner, millis(ttl)}}, nil)
 	if err != nil {
 		if mayHaveRun(err) {
 			ls.mayHaveExtended(start, ttl)
@@ -308,7 +308,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		}
 		return c.errorf("extend", err)
 	}
-	n, err := integerReply(v, 0, 1)
+	n, err := integerReply(r.reply, 0, 1)
 	if err != nil {
 		return c.errorf("extend", err)
 	}
@@ -316,12 +316,12 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 		ls.markLost()
 		return c.errorf("extend", ErrNotHeld)
 	}
-	if short != nil {
+	if r.short != nil {
 		// A failover could bring back the lock as it was before the
 		// extension, or keep it as extended: the deadline is the
 		// earlier of the two.
 		ls.mayHaveExtended(start, ttl)
-		return c.errorf("extend", &conn.UncertainError{Cause: short})
+		return c.errorf("extend", &conn.UncertainError{Cause: r.short})
 	}
 	if !ls.extendTo(start, ttl) {
 		return c.errorf("extend", ErrNotHeld)

@@ -120,7 +120,7 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 		_ = client.Close()
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	l := newLocker(single{client, sub}, o, false)
+	l := newLocker(single{client, sub}, o, plainChannels)
 	l.owns = true
 	return l, nil
 }
@@ -169,7 +169,7 @@ func checkEviction(ctx context.Context, client commander) error {
 		return nil
 	}
 	return fmt.Errorf("%w: the server's maxmemory-policy is %q, which may evict a held lock and let a second owner take it; "+
-		"set maxmemory-policy noeviction, or accept the risk by making the Locker with lock.New", ErrInvalid, v.Elems[1].Str)
+		"set maxmemory-policy noeviction, or accept the risk with lock.WithEvictionAllowed", ErrInvalid, v.Elems[1].Str)
 }
 
 // New returns a Locker on a client and subscriber the caller made and
@@ -184,13 +184,21 @@ func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, err
 	if err != nil {
 		return nil, err
 	}
-	return newLocker(single{c, s}, o, false), nil
+	return newLocker(single{c, s}, o, plainChannels), nil
 }
 
-func newLocker(nodes backend, o settings, sharded bool) *Locker {
+// channels is what the scripts publish to.
+type channels int
+
+const (
+	plainChannels channels = iota // PUBLISH, heard everywhere
+	shardChannels                 // SPUBLISH, heard on the node that holds the channel's slot
+)
+
+func newLocker(nodes backend, o settings, ch channels) *Locker {
 	l := &Locker{
 		publish:       "PUBLISH",
-		sharded:       sharded,
+		sharded:       ch == shardChannels,
 		nodes:         nodes,
 		opts:          o,
 		ttlArg:        millis(o.TTL),
@@ -200,7 +208,7 @@ func newLocker(nodes backend, o settings, sharded bool) *Locker {
 		waitCmd:       waitCommand(o),
 		leases:        map[*Lease]struct{}{},
 	}
-	if sharded {
+	if ch == shardChannels {
 		l.publish = "SPUBLISH"
 	}
 	l.closing, l.beginClose = context.WithCancel(context.Background())

@@ -2,10 +2,12 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/batonlock/baton/internal/cluster"
+	"github.com/batonlock/baton/resp"
 )
 
 // isClusterURL reports whether addr names a Redis Cluster
@@ -47,8 +49,25 @@ func openCluster(ctx context.Context, addr string, o settings) (*Locker, error) 
 		_ = client.Close()
 		return nil, fmt.Errorf("lock: %w", err)
 	}
-	sharded = sharded && !o.PlainChannels
-	l := newLocker(newClustered(client, subscriberOptions(o, connOpts)), o, sharded)
+	channels := plainChannels
+	if sharded && !o.PlainChannels {
+		channels = shardChannels
+	}
+	l := newLocker(newClustered(client, subscriberOptions(o, connOpts)), o, channels)
 	l.owns = true
 	return l, nil
+}
+
+// knowsSPublish reports whether the node that c reaches has the SPUBLISH
+// command. COMMAND INFO answers a nil for a command the server lacks.
+func knowsSPublish(ctx context.Context, c commander) (bool, error) {
+	v, err := c.Do(ctx, "COMMAND", "INFO", "SPUBLISH")
+	var refused *resp.Error
+	if errors.As(err, &refused) {
+		return false, nil // COMMAND is not ours to use: plain channels work everywhere
+	}
+	if err != nil {
+		return false, err
+	}
+	return v.Type == resp.Array && len(v.Elems) == 1 && !v.Elems[0].IsNull(), nil
 }

@@ -76,27 +76,6 @@ func (c *claim) releaseInBackground() {
 	c.l.inBackground(func(ctx context.Context) { _ = c.releaseNow(ctx, time.Time{}, nil, releasePingEval) })
 }
 
-// withdrawInBackground ends the claim of a fast-mode waiter that gave up:
-// its request goes, and so does a lock handed to it meanwhile or taken by
-// an attempt whose reply it did not wait for (see withdrawScript). Best
-// effort: the keys' TTLs are the backstop.
-func (c *claim) withdrawInBackground() {
-	c.l.inBackground(func(ctx context.Context) {
-		withdraw := func(ctx context.Context) (v resp.Value, short, err error) {
-			return c.l.runAckedIfAsked(ctx, c.cmd, fastWithdrawScript, false, c.names.fastKeys(),
-				fastWithdrawArgs{owner: c.owner, asker: c.asker, window: c.l.windowArg, publish: c.l.publish}.argv()...)
-		}
-		var short error
-		_, err := c.l.retryUncertain(ctx, func(ctx context.Context) (v resp.Value, err error) {
-			v, short, err = withdraw(ctx)
-			return v, err
-		})
-		if err == nil && short != nil {
-			c.l.untilAcknowledged(ctx, withdraw)
-		}
-	})
-}
-
 // inBackground runs fn, bounded by the release timeout, in a goroutine the
 // Locker owns, or at once if the Locker is closing.
 func (l *Locker) inBackground(fn func(ctx context.Context)) {
@@ -116,11 +95,12 @@ func (l *Locker) inBackground(fn func(ctx context.Context)) {
 // it twice is harmless.
 func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, style releaseStyle) error {
 	v := retried{giveUp: giveUp}
-	var short, err error
-	for v.value, short, err = c.sendRelease(ctx, w, style); c.l.retrying(ctx, &v, err); {
-		v.value, short, err = c.sendRelease(ctx, w, style)
+	var err error
+	for v.result, err = c.sendRelease(ctx, w, style); c.l.retrying(ctx, &v, err); {
+		v.result, err = c.sendRelease(ctx, w, style)
 	}
 	err = stillUncertain(ctx, v, err)
+	short := v.result.short
 	if w != nil && err != nil && v.firstUncertain == nil && isErrorReply(err) {
 		// Refused at its only attempt: nothing was written. (After an
 		// uncertain first attempt, which may have written, the error
@@ -132,7 +112,7 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, styl
 	}
 	var done bool
 	if w != nil {
-		n, err := integerReply(v.value, -2, 0)
+		n, err := integerReply(v.result.reply, -2, 0)
 		if err != nil {
 			return c.errorf("unlock", err)
 		}
@@ -141,7 +121,7 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, styl
 			return c.errorf("unlock", ErrStateMissing)
 		}
 	} else {
-		n, err := integerReply(v.value, 0, 2)
+		n, err := integerReply(v.result.reply, 0, 2)
 		if err != nil {
 			return c.errorf("unlock", err)
 		}
@@ -190,48 +170,46 @@ func (c *claim) refusedWriteBack(ctx context.Context, refused error, style relea
 	return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written: %w; then releasing: %w", refused, err))
 }
 
-// sendRelease sends the release once, in the style asked for. A
-// write-back waits for the replicas WithReplicaAck asks for, and short
-// says if too few acknowledged it.
-func (c *claim) sendRelease(ctx context.Context, w *Write, style releaseStyle) (v resp.Value, short, err error) {
-	l, n := c.l, c.names
-	switch {
-	case w != nil && l.opts.Fair:
-		v, _, short, err = l.runAcked(ctx, c.cmd, fairCommitScript, true, append(n.fairKeys(), w.Key), c.commitArgs(w), nil)
-		return v, short, err
-	case w != nil:
-		v, _, short, err = l.runAcked(ctx, c.cmd, fastCommitScript, true, []string{n.lock, w.Key, n.wanted}, c.commitArgs(w), nil)
-		return v, short, err
+// sendRelease sends the release once, in the style asked for, or the
+// write-back and release if w is set. It waits for the replicas
+// WithReplicaAck asks for, and the result's short says if too few
+// acknowledged it.
+func (c *claim) sendRelease(ctx context.Context, w *Write, style releaseStyle) (scriptResult, error) {
+	if w == nil {
+		return c.sendPlainRelease(ctx, style)
 	}
-	return c.sendPlainRelease(ctx, style)
+	sc := c.fastCommit(w)
+	if c.l.opts.Fair {
+		sc = c.fairCommit(w)
+	}
+	sc.lead = pingFirst
+	return c.l.runAcked(ctx, c.cmd, sc, nil)
 }
 
 // sendPlainRelease sends a release without a write, in the style asked
 // for. The styles that reproduce the problem baton fixes, which serve
 // benchmarks, wait for no replica.
-func (c *claim) sendPlainRelease(ctx context.Context, style releaseStyle) (v resp.Value, short, err error) {
-	l, n := c.l, c.names
+func (c *claim) sendPlainRelease(ctx context.Context, style releaseStyle) (scriptResult, error) {
 	switch {
-	case l.opts.Fair:
-		return l.runAckedIfAsked(ctx, c.cmd, fairReleaseScript, true, n.fairKeys(), c.releaseArgs()...)
+	case c.l.opts.Fair:
+		return c.l.runAcked(ctx, c.cmd, c.fairRelease(), nil)
 	case style == releaseEval:
-		v, err = run(ctx, c.cmd, plainReleaseScript, false, []string{n.lock}, c.owner)
-		return v, nil, err
+		return runScript(ctx, c.cmd, scriptCall{script: &plainReleaseScript, keys: []string{c.names.lock}, args: []string{c.owner}}, nil)
 	case style == releaseGetDel:
-		v, err := c.cmd.Do(ctx, "GETDEL", n.lock)
+		v, err := c.cmd.Do(ctx, "GETDEL", c.names.lock)
 		if err != nil {
-			return v, nil, err
+			return scriptResult{reply: v}, err
 		}
 		released := int64(0)
 		if v.Str == c.owner {
 			released = 1
 		}
-		return resp.Value{Type: resp.Integer, Int: released}, nil, nil
+		return scriptResult{reply: resp.Value{Type: resp.Integer, Int: released}}, nil
 	}
-	return l.runAckedIfAsked(ctx, c.cmd, fastReleaseScript, true, []string{n.lock, n.wanted}, c.releaseArgs()...)
+	return c.l.runAcked(ctx, c.cmd, c.fastRelease(), nil)
 }
 
-// releaseArgs are the release script's ARGV for this claim.
+// releaseArgs are the release scripts' ARGV for this claim.
 func (c *claim) releaseArgs() []string {
 	return releaseArgs{owner: c.owner, window: c.l.windowArg, publish: c.l.publish}.argv()
 }
@@ -239,7 +217,7 @@ func (c *claim) releaseArgs() []string {
 // retried is a reply after retryUncertain, with the uncertain error of the
 // first attempt, if the reply is a retry's.
 type retried struct {
-	value          resp.Value
+	result         scriptResult
 	firstUncertain error
 	giveUp         time.Time // when retrying stops: the caller's bound, if any, moved up to the release timeout after the first failure
 	failed         bool      // an attempt failed, and giveUp accounts for it
@@ -247,13 +225,13 @@ type retried struct {
 
 // retryUncertain runs op until it ends with something other than an
 // uncertain outcome, as retrying decides.
-func (l *Locker) retryUncertain(ctx context.Context, op func(context.Context) (resp.Value, error)) (retried, error) {
+func (l *Locker) retryUncertain(ctx context.Context, op func(context.Context) (scriptResult, error)) (scriptResult, error) {
 	var v retried
 	var err error
-	for v.value, err = op(ctx); l.retrying(ctx, &v, err); {
-		v.value, err = op(ctx)
+	for v.result, err = op(ctx); l.retrying(ctx, &v, err); {
+		v.result, err = op(ctx)
 	}
-	return v, stillUncertain(ctx, v, err)
+	return v.result, stillUncertain(ctx, v, err)
 }
 
 // stillUncertain is the error of a command that ended with err after

@@ -34,9 +34,11 @@ var errReplicaAck = errors.New("lock: too few replicas acknowledged the write")
 // A release (Unlock, a write-back that lets go, a waiter's withdrawal)
 // waits because a release on the primary alone comes undone in a
 // failover: the lock is back, held by nobody, until its TTL. One that too
-// few replicas acknowledged returns a conn.UncertainError matching
-// ErrReplicaAck, and is sent again in the background, paced, until
-// enough do or for the release timeout. Every release compares the owner
+// few replicas acknowledged returns an error matching
+// conn.UncertainError, and is sent again in the background, paced, until
+// enough do or for the release timeout; meanwhile, and when none do, the
+// Locker's Close waits for it up to the release timeout
+// (WithReleaseTimeout). Every release compares the owner
 // first, so a resend deletes only the lock that a failover brought back.
 //
 // What it does not buy: WAIT is not consensus. A failover may promote a
@@ -84,27 +86,24 @@ func waitCommand(o settings) []string {
 	return []string{"WAIT", strconv.Itoa(o.ReplicaAcks), millis(o.ReplicaAckTimeout)}
 }
 
-// runAcked is runWith with the Locker's WAIT, if any, after the other
-// commands, in the same write. short is an error matching errReplicaAck
-// when the WAIT counted fewer replicas than asked (or failed); the
-// script's reply still says what the script did.
-func (l *Locker) runAcked(ctx context.Context, c commander, s script, ping bool, keys, args []string, after [][]string) (v resp.Value, rest []resp.Value, short, err error) {
+// runAcked is runScript with the Locker's WAIT, if any, after the
+// other commands in the same write: the result's short says whether
+// enough replicas acknowledged the script's writes.
+func (l *Locker) runAcked(ctx context.Context, c commander, sc scriptCall, after [][]string) (scriptResult, error) {
 	if l.waitCmd == nil {
-		v, rest, err = runWith(ctx, c, s, ping, keys, args, after)
-		return v, rest, nil, err
+		return runScript(ctx, c, sc, after)
 	}
-	v, rest, err = runWith(ctx, c, s, ping, keys, args, append(after[:len(after):len(after)], l.waitCmd))
+	r, err := runScript(ctx, c, sc, append(after[:len(after):len(after)], l.waitCmd))
 	if err != nil {
-		return v, nil, nil, err
+		return scriptResult{reply: r.reply}, err
 	}
-	last := len(rest) - 1
-	short = l.acknowledged(rest[last])
+	last := len(r.after) - 1
+	r.short = l.acknowledged(r.after[last])
+	r.after = r.after[:last]
 	if last == 0 {
-		// No commands went with the script: no replies, as runWith
-		// says with nil, which callers read as "none were sent".
-		return v, nil, short, nil
+		r.after = nil // only the WAIT followed the script
 	}
-	return v, rest[:last], short, nil
+	return r, nil
 }
 
 // acknowledged reads WAIT's reply: nil if it counted enough replicas, else
@@ -122,18 +121,6 @@ func (l *Locker) acknowledged(v resp.Value) error {
 	return nil
 }
 
-// runAckedIfAsked is run, followed by the Locker's WAIT under
-// WithReplicaAck, as runAcked: short says if too few replicas
-// acknowledged it.
-func (l *Locker) runAckedIfAsked(ctx context.Context, c commander, s script, ping bool, keys []string, args ...string) (v resp.Value, short, err error) {
-	if l.waitCmd == nil {
-		v, err = run(ctx, c, s, ping, keys, args...)
-		return v, nil, err
-	}
-	v, _, short, err = l.runAcked(ctx, c, s, ping, keys, args, nil)
-	return v, short, err
-}
-
 // unacknowledgedRelease sends a release that ran on the primary, but
 // that too few replicas acknowledged, again in the background (see
 // WithReplicaAck), and returns what its caller is told.
@@ -141,7 +128,7 @@ func (c *claim) unacknowledgedRelease(short error) error {
 	resend := func() {
 		ctx, cancel := context.WithTimeout(c.l.bgCtx, c.l.opts.ReleaseTimeout)
 		defer cancel()
-		c.l.untilAcknowledged(ctx, func(ctx context.Context) (v resp.Value, short, err error) {
+		c.l.untilAcknowledged(ctx, func(ctx context.Context) (scriptResult, error) {
 			return c.sendPlainRelease(ctx, releasePingEval)
 		})
 	}
@@ -151,9 +138,9 @@ func (c *claim) unacknowledgedRelease(short error) error {
 	return fmt.Errorf("%w (released on the primary, and sent again in the background until acknowledged)", short)
 }
 
-// ackedSend sends a command under WithReplicaAck: short says if too few
-// replicas acknowledged it.
-type ackedSend func(ctx context.Context) (v resp.Value, short, err error)
+// ackedSend sends a script under WithReplicaAck: the result's short says
+// if too few replicas acknowledged it.
+type ackedSend func(ctx context.Context) (scriptResult, error)
 
 // untilAcknowledged sends a release again, paced, until it runs and
 // enough replicas acknowledge it, or ctx ends. WAIT's timeout paces the
@@ -168,7 +155,7 @@ func (l *Locker) untilAcknowledged(ctx context.Context, send ackedSend) {
 			return
 		case <-pause.C:
 		}
-		if _, short, err := send(ctx); err == nil && short == nil {
+		if r, err := send(ctx); err == nil && r.short == nil {
 			return
 		}
 	}

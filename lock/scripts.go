@@ -104,27 +104,60 @@ func loadScripts(ctx context.Context, c *conn.Client) {
 	_, _ = c.DoMulti(ctx, cmds...)
 }
 
-// run executes s on keys with args, preceded in the same write by a PING
-// when ping is set (the release's wire rule), and returns the script's
-// reply. An error reply comes back as the error too.
-func run(ctx context.Context, c commander, s script, ping bool, keys []string, args ...string) (resp.Value, error) {
-	v, _, err := runWith(ctx, c, s, ping, keys, args, nil)
-	return v, err
+// scriptCall is one run of a script: its KEYS and ARGV, and whether a
+// PING leads it in its write. The commands that may follow it in the same
+// write are passed beside it (after), so that a call's keys and arguments
+// do not escape with them: they stay on the caller's stack.
+type scriptCall struct {
+	// script is a pointer so that the escape of its text and SHA, which
+	// go out in the command, is not taken for an escape of keys and args
+	// (escape analysis does not tell a struct's fields apart).
+	script     *script
+	keys, args []string
+	lead       lead
 }
 
-// runWith is run with further commands sent right after the script, in the
-// same write; their replies come back after the script's.
-func runWith(ctx context.Context, c commander, s script, ping bool, keys, args []string, after [][]string) (resp.Value, []resp.Value, error) {
-	v, rest, err := s.call(ctx, c, false, ping, keys, args, after)
+// lead says what goes before a script in its write.
+type lead int
+
+const (
+	alone     lead = iota // the script leads its write
+	pingFirst             // a PING leads it: the release's wire rule (see the package doc)
+)
+
+// scriptResult is what a script run came to.
+type scriptResult struct {
+	reply resp.Value   // the script's own
+	after []resp.Value // the replies of the commands after the script; nil if none were sent
+	// short, under WithReplicaAck, is an error matching errReplicaAck
+	// when the WAIT counted too few replicas (see Locker.run); the reply
+	// still says what the script did.
+	short error
+}
+
+// scriptSource is how a script is named in its command.
+type scriptSource int
+
+const (
+	bySHA  scriptSource = iota // EVALSHA and the script's SHA1
+	byText                     // EVAL and the script's text, which also loads it
+)
+
+// runScript runs sc on c, followed in the same write by the commands
+// after, by the script's SHA, and again by its text if the server does not
+// know it. It returns the script's reply and the commands'. An error reply
+// of the script comes back as the error too.
+func runScript(ctx context.Context, c commander, sc scriptCall, after [][]string) (scriptResult, error) {
+	r, err := sc.send(ctx, c, bySHA, after)
 	if errors.Is(err, resp.NoScript) {
-		v, rest, err = s.call(ctx, c, true, ping, keys, args, after)
+		r, err = sc.send(ctx, c, byText, after)
 	}
-	return v, rest, err
+	return r, err
 }
 
-// command is EVALSHA, or EVAL with the source, of s.
-func (s script) command(eval bool, keys, args []string) []string {
-	return s.appendCommand(make([]string, 0, 3+len(keys)+len(args)), eval, keys, args)
+// command is s's EVALSHA or EVAL command.
+func (s script) command(src scriptSource, keys, args []string) []string {
+	return s.appendCommand(make([]string, 0, 3+len(keys)+len(args)), src, keys, args)
 }
 
 // pingBatch is PING and a script's command, made in one allocation: a
@@ -134,8 +167,8 @@ type pingBatch struct {
 	args [12]string
 }
 
-func (s script) appendCommand(cmd []string, eval bool, keys, args []string) []string {
-	if eval {
+func (s script) appendCommand(cmd []string, src scriptSource, keys, args []string) []string {
+	if src == byText {
 		cmd = append(cmd, "EVAL", s.src)
 	} else {
 		cmd = append(cmd, "EVALSHA", s.sha)
@@ -145,19 +178,21 @@ func (s script) appendCommand(cmd []string, eval bool, keys, args []string) []st
 	return append(cmd, args...)
 }
 
-func (s script) call(ctx context.Context, c commander, eval, ping bool, keys, args []string, after [][]string) (resp.Value, []resp.Value, error) {
+// send sends sc and after once, naming the script as src says.
+func (sc scriptCall) send(ctx context.Context, c commander, src scriptSource, after [][]string) (scriptResult, error) {
+	s, ping := sc.script, sc.lead == pingFirst
 	var replies []resp.Value
 	var err error
 	switch {
 	case !ping && len(after) == 0:
-		v, err := c.Do(ctx, s.command(eval, keys, args)...)
-		return v, nil, err
-	case ping && len(after) == 0 && 3+len(keys)+len(args) <= len(pingBatch{}.args):
+		v, err := c.Do(ctx, s.command(src, sc.keys, sc.args)...)
+		return scriptResult{reply: v}, err
+	case ping && len(after) == 0 && 3+len(sc.keys)+len(sc.args) <= len(pingBatch{}.args):
 		b := new(pingBatch)
-		b.cmds[0], b.cmds[1] = pingCommand, s.appendCommand(b.args[:0], eval, keys, args)
+		b.cmds[0], b.cmds[1] = pingCommand, s.appendCommand(b.args[:0], src, sc.keys, sc.args)
 		replies, err = c.DoMulti(ctx, b.cmds[:]...)
 	default:
-		cmd := s.command(eval, keys, args)
+		cmd := s.command(src, sc.keys, sc.args)
 		cmds := make([][]string, 0, 2+len(after))
 		if ping {
 			cmds = append(cmds, pingCommand)
@@ -166,12 +201,49 @@ func (s script) call(ctx context.Context, c commander, eval, ping bool, keys, ar
 		replies, err = c.DoMulti(ctx, cmds...)
 	}
 	if err != nil {
-		return resp.Value{}, nil, err
+		return scriptResult{}, err
 	}
 	if ping {
 		replies = replies[1:]
 	}
-	return replies[0], replies[1:], replies[0].Err()
+	r := scriptResult{reply: replies[0]}
+	if len(replies) > 1 {
+		r.after = replies[1:]
+	}
+	return r, r.reply.Err()
+}
+
+// releaseArgs are the ARGV of the release of either mode: fast.lua's and
+// fair.lua's take the same.
+type releaseArgs struct {
+	owner   string
+	window  string // the hand-off window
+	publish string
+}
+
+func (a releaseArgs) argv() []string { return []string{a.owner, a.window, a.publish} }
+
+// commitArgs are the ARGV of the commit of either mode: fast.lua's and
+// fair.lua's take the same.
+type commitArgs struct {
+	owner, value, stateTTL string
+	keep                   bool // keep the lock, else let it go
+	ttl                    string
+	ifExists               bool // write only over a state that exists
+	window                 string
+	publish                string
+}
+
+func (a commitArgs) argv() []string {
+	return []string{a.owner, a.value, a.stateTTL, flag(a.keep), a.ttl, flag(a.ifExists), a.window, a.publish}
+}
+
+// flag is a boolean ARGV as the scripts read it: "1" or "0".
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
 }
 
 // integerReply checks that a script answered with an integer within

@@ -1,6 +1,10 @@
 package lock
 
-import "github.com/batonlock/baton/subscriber"
+import (
+	"context"
+
+	"github.com/batonlock/baton/subscriber"
+)
 
 // Wanted is closed when another owner asks for the lock while this lease
 // holds it: in fast mode a Lock that found it held (its request stands
@@ -73,4 +77,10 @@ func (ls *Lease) requestStands() bool {
 // owner's.
 func hasOwner(request, owner string) bool {
 	return len(request) > len(owner) && request[:len(owner)] == owner && request[len(owner)] == ' '
+}
+
+// watchRequests registers a waiter for requests on the lock (its wanted
+// channel), on a shard channel or a plain one as the Locker publishes.
+func (c *claim) watchRequests(ctx context.Context, sub *subscriber.Subscriber) (*subscriber.Waiter, error) {
+	return sub.Watch(ctx, subscriber.Topic{Channel: c.names.wanted, Shard: c.l.sharded})
 }

@@ -104,14 +104,11 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	defer ls.giveTurn()
 	start := time.Now()
 	l := c.l
-	var keys []string
-	s := fastCommitScript
+	sc := c.fastCommit(&w)
 	if l.opts.Fair {
-		keys, s = append(c.names.fairKeys(), w.Key), fairCommitScript
-	} else {
-		keys = []string{c.names.lock, w.Key, c.names.wanted}
+		sc = c.fairCommit(&w)
 	}
-	v, _, short, err := l.runAcked(ctx, c.cmd, s, false, keys, c.commitArgs(&w), nil)
+	r, err := l.runAcked(ctx, c.cmd, sc, nil)
 	if err != nil {
 		if mayHaveRun(err) {
 			// It may have extended the lock, as an Extend would.
@@ -121,16 +118,16 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 		// with ctx's bare error: it may run yet.
 		return false, c.errorf("commit", stillUncertain(ctx, retried{}, err))
 	}
-	if short != nil {
+	if r.short != nil {
 		// Whatever the script did, the write may not survive a
 		// failover; and it did write, or refused on its own account.
 		defer func() {
 			if err == nil {
-				err = c.errorf("commit", &conn.UncertainError{Cause: short})
+				err = c.errorf("commit", &conn.UncertainError{Cause: r.short})
 			}
 		}()
 	}
-	n, err := integerReply(v, -2, 1)
+	n, err := integerReply(r.reply, -2, 1)
 	if err != nil {
 		return false, c.errorf("commit", err)
 	}
