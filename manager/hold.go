@@ -72,7 +72,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 	if err != nil {
 		return err
 	}
-	err = m.writeHeld(ctx, token, h, data, true)
+	err = m.writeHeld(ctx, token, h, data, overExisting)
 	if !errors.Is(err, lock.ErrStateMissing) || h.lease == nil {
 		ok = true
 		return err
@@ -84,7 +84,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 		return err
 	}
 	ok = true
-	return m.writeHeld(ctx, token, h, data, false)
+	return m.writeHeld(ctx, token, h, data, overAnything)
 }
 
 // modifyAndHold acquires and loads as Modify does, and keeps the lease.
@@ -112,7 +112,7 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 		return err
 	}
 	ok = true
-	if err := m.writeHeld(ctx, token, h, data, false); err != nil || h.lease == nil {
+	if err := m.writeHeld(ctx, token, h, data, overAnything); err != nil || h.lease == nil {
 		return err
 	}
 	if !m.startWatcher(token, h, lease) {
@@ -121,17 +121,25 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 	return nil
 }
 
+// overwrite is what a held write-back may write over.
+type overwrite int
+
+const (
+	overAnything overwrite = iota // the state, or nothing: the write starts it
+	overExisting                  // only a state that still exists (lock.Write.IfExists)
+)
+
 // writeHeld writes data back with the lease kept, unless another instance
 // asked for the lock, which the same script then hands it to. With
-// ifExists, a missing state writes nothing and returns an error matching
+// overExisting, a missing state writes nothing and returns an error matching
 // lock.ErrStateMissing, with the lease still held.
 //
 // If ctx has ended (fn may have cancelled it), it writes back and releases
 // in one, as Modify without hold does, which completes in the background
 // (an error matching conn.UncertainError says so), and the hold ends: a
 // write with the lease kept could not be sent, and would be uncertain.
-func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, data []byte, ifExists bool) error {
-	w := lock.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: ifExists}
+func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, data []byte, over overwrite) error {
+	w := lock.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: over == overExisting}
 	if ctx.Err() != nil {
 		// The usual outcome is an error matching conn.UncertainError:
 		// the write-back and release go on in the background, and the

@@ -146,7 +146,7 @@ func (s *Subscriber) watch(ctx context.Context, key string, onRelease func(), sh
 		s.mu.Unlock()
 		return nil, err
 	}
-	w := s.newWaiterLocked(key, false)
+	w := s.newWaiterLocked(key, awaitingConfirmation)
 	w.onRelease = onRelease
 	if shard != nil && *shard == shardDirected {
 		w.directed = true
@@ -223,18 +223,26 @@ func (s *Subscriber) directedOnProcessChannel() (*Waiter, error) {
 	if s.closed {
 		return nil, errClosed
 	}
-	w := s.newWaiterLocked("", true)
+	w := s.newWaiterLocked("", subscribedAlready)
 	w.directed = true
 	s.directed[w.id] = w
 	return w, nil
 }
 
-// newWaiterLocked makes a waiter on key. One made confirmed is on a
-// channel subscribed already (the process's, for a directed waiter), and
-// shares one ready channel, closed once, rather than making and closing
-// one of its own.
-func (s *Subscriber) newWaiterLocked(key string, confirmed bool) *Waiter {
+// subscription says whether a new waiter's channel is subscribed yet.
+type subscription int
+
+const (
+	awaitingConfirmation subscription = iota // the server has yet to confirm the subscription
+	subscribedAlready                        // the process's channel, for a directed waiter
+)
+
+// newWaiterLocked makes a waiter on key. One whose channel is subscribed
+// already shares one ready channel, closed once, rather than making and
+// closing one of its own.
+func (s *Subscriber) newWaiterLocked(key string, sub subscription) *Waiter {
 	s.nextID++
+	confirmed := sub == subscribedAlready
 	w := &Waiter{s: s, key: key, id: s.nextID, wake: make(chan struct{}, 1), ready: alreadyReady, confirmed: confirmed}
 	if !confirmed {
 		w.ready = make(chan struct{})
