@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/lock"
 )
 
@@ -240,4 +241,325 @@ func ExampleWithKeyspaceEventsConfigured() {
 	}
 	fmt.Println("held:", lease.Unlock(ctx) == nil)
 	// Output: held: true
+}
+
+// ExampleLocker_LockAndDo resumes a batch job from the cursor its last run
+// left beside the lock. LockAndDo reads the cursor in the acquire's own
+// write, so a run learns where to start without a round trip of its own,
+// and no other run can move the cursor between the acquire and the read.
+func ExampleLocker_LockAndDo() {
+	ctx := context.Background()
+	l, err := lock.Open(ctx, redisAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	// Named after the lock (Locker.Key), the cursor shares its hash tag,
+	// and so its node on a Redis Cluster.
+	cursor := l.Key("jobs:reindex") + ":cursor"
+	for run := 1; run <= 2; run++ {
+		lease, replies, err := l.LockAndDo(ctx, "jobs:reindex", []string{"GET", cursor})
+		if err != nil {
+			log.Fatal(err)
+		}
+		from := 0 // the first run finds no cursor: a null reply
+		if !replies[0].IsNull() {
+			if from, err = strconv.Atoi(replies[0].Str); err != nil {
+				log.Fatal(err)
+			}
+		}
+		fmt.Printf("run %d starts at item %d\n", run, from)
+
+		// ... reindex items from to from+100 ...
+
+		// Store the new cursor and let go, in one script that writes only
+		// if the lease still owns the lock.
+		w := lock.Write{Key: cursor, Value: strconv.Itoa(from + 100), TTL: 24 * time.Hour, Unlock: true}
+		if _, err := lease.Commit(ctx, w); err != nil {
+			log.Fatal(err)
+		}
+	}
+	// Output:
+	// run 1 starts at item 0
+	// run 2 starts at item 100
+}
+
+// ExampleLocker_Inspect looks at a lock from outside, as an operator's tool
+// would: who holds it, with which fencing token, and whether anyone waits.
+// Inspect takes no lock and writes nothing.
+func ExampleLocker_Inspect() {
+	ctx := context.Background()
+	l, err := lock.Open(ctx, redisAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	lease, err := l.Lock(ctx, "reports:weekly")
+	if err != nil {
+		log.Fatal(err)
+	}
+	info, err := l.Inspect(ctx, "reports:weekly")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("held:", info.Held)
+	fmt.Println("holder's token:", info.Token == lease.Token())
+	fmt.Println("TTL at most 10s:", info.TTL > 0 && info.TTL <= 10*time.Second)
+	fmt.Println("wanted:", info.Wanted)
+
+	// Another worker asks for the lock.
+	done := make(chan error)
+	go func() {
+		next, err := l.Lock(ctx, "reports:weekly")
+		if err == nil {
+			err = next.Unlock(ctx)
+		}
+		done <- err
+	}()
+	<-lease.Wanted() // closed once the worker has asked
+	if info, err = l.Inspect(ctx, "reports:weekly"); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("wanted:", info.Wanted)
+
+	if err := lease.Unlock(ctx); err != nil { // hands the lock to the worker
+		log.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// held: true
+	// holder's token: true
+	// TTL at most 10s: true
+	// wanted: false
+	// wanted: true
+}
+
+// ExampleWrite keeps a lock across several writes of the state it guards.
+// A Commit without Unlock writes only while the lease owns the lock, and
+// extends the lock in the same script; IfExists refuses to write a copy
+// that went stale because the stored value expired meanwhile.
+func ExampleWrite() {
+	ctx := context.Background()
+	l, err := lock.Open(ctx, redisAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	lease, err := l.Lock(ctx, "account:42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Unlock(ctx)
+
+	balance := l.Key("account:42") + ":balance"
+	held, err := lease.Commit(ctx, lock.Write{Key: balance, Value: "100", TTL: 50 * time.Millisecond})
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("still held:", held) // nobody else asked for it
+
+	time.Sleep(100 * time.Millisecond) // the balance expires meanwhile
+
+	// The holder's copy of the balance is stale now: write over it only if
+	// the stored value is still there.
+	held, err = lease.Commit(ctx, lock.Write{Key: balance, Value: "90", TTL: time.Hour, IfExists: true})
+	fmt.Println("stale write refused:", errors.Is(err, lock.ErrStateMissing))
+	fmt.Println("still held:", held)
+	// Output:
+	// still held: true
+	// stale write refused: true
+	// still held: true
+}
+
+// ExampleWithReleaseTimeout gives releases that go on in the background
+// longer to finish: a longer timeout rides out a longer outage (a failover,
+// say) instead of leaving the lock to its TTL, and a shorter one lets Close
+// return sooner from a server that is gone.
+func ExampleWithReleaseTimeout() {
+	ctx := context.Background()
+	l, err := lock.Open(ctx, redisAddr, lock.WithReleaseTimeout(30*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	lease, err := l.Lock(ctx, "reports:monthly")
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// A caller that gives up on its Unlock (its request was cancelled)
+	// is told so, but the release goes on in the background, for up to
+	// the release timeout: the lock is not left held until its TTL.
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	err = lease.Unlock(cancelled)
+	fmt.Println("unlock cancelled:", errors.Is(err, context.Canceled))
+
+	next, err := l.Lock(ctx, "reports:monthly") // free again, well before the TTL
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("taken again:", next.Unlock(ctx) == nil)
+	// Output:
+	// unlock cancelled: true
+	// taken again: true
+}
+
+// ExampleWithQueueLease shortens how long a fair waiter keeps its place
+// without renewing it: a waiter that stalls (its process stopped but did
+// not die) is skipped sooner, at the cost of more renewals from every
+// waiter, which renew every third of the lease.
+func ExampleWithQueueLease() {
+	ctx := context.Background()
+	l, err := lock.Open(ctx, redisAddr, lock.WithFair(), lock.WithQueueLease(600*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	lease, err := l.Lock(ctx, "scanner")
+	if err != nil {
+		log.Fatal(err)
+	}
+
+	// Another worker queues for the lock.
+	done := make(chan error)
+	go func() {
+		next, err := l.Lock(ctx, "scanner")
+		if err == nil {
+			err = next.Unlock(ctx)
+		}
+		done <- err
+	}()
+	<-lease.Wanted() // closed once the worker has queued
+
+	info, err := l.Inspect(ctx, "scanner")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("queued:", len(info.Queue))
+	fmt.Println("place kept for at most 600ms:", info.Queue[0].LeaseLeft <= 600*time.Millisecond)
+
+	if err := lease.Unlock(ctx); err != nil { // hands the lock to the worker
+		log.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		log.Fatal(err)
+	}
+	// Output:
+	// queued: 1
+	// place kept for at most 600ms: true
+}
+
+// ExampleWithFenceRetention keeps the fencing counters of locks used once
+// (one per imported file, here) for a minute instead of an hour, so that
+// fewer keys are left behind them. Tokens keep increasing after a counter
+// is gone, since they never fall below the server's clock; the counter
+// guards them against that clock being set back, as far back as the
+// retention.
+func ExampleWithFenceRetention() {
+	ctx := context.Background()
+	l, err := lock.Open(ctx, redisAddr, lock.WithFenceRetention(time.Minute))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	lease, err := l.Lock(ctx, "import:2024-06-01.csv")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := lease.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+
+	// The counter lives at <prefix>{key}:fence.
+	fence := l.Key("import:2024-06-01.csv") + ":fence"
+	info, err := l.Inspect(ctx, "import:2024-06-01.csv", []string{"PTTL", fence})
+	if err != nil {
+		log.Fatal(err)
+	}
+	left := time.Duration(info.Replies[0].Int) * time.Millisecond
+	fmt.Println("held:", info.Held)
+	fmt.Println("counter gone within a minute:", left > 0 && left <= time.Minute)
+	// Output:
+	// held: false
+	// counter gone within a minute: true
+}
+
+// ExampleWithEvictionAllowed opens a Locker on a server whose
+// maxmemory-policy may evict keys, which Open refuses by default: such a
+// server can evict a held lock to make room, and a second owner then takes
+// it while the first lease is open. Accept that only where nothing but locks
+// and short-lived data live on the server, or, as here, for a tool that only
+// reads.
+func ExampleWithEvictionAllowed() {
+	ctx := context.Background()
+
+	// For this example, make the server a cache that evicts.
+	admin, err := conn.Dial(ctx, redisAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer admin.Close()
+	if _, err := admin.Do(ctx, "CONFIG", "SET", "maxmemory-policy", "allkeys-lru"); err != nil {
+		log.Fatal(err)
+	}
+	defer admin.Do(ctx, "CONFIG", "SET", "maxmemory-policy", "noeviction")
+
+	_, err = lock.Open(ctx, redisAddr)
+	fmt.Println("refused:", errors.Is(err, lock.ErrInvalid))
+
+	l, err := lock.Open(ctx, redisAddr, lock.WithEvictionAllowed())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	info, err := l.Inspect(ctx, "reports:daily")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("reports:daily held:", info.Held)
+	// Output:
+	// refused: true
+	// reports:daily held: false
+}
+
+// ExampleWithReplicaAck makes every acquire wait until a replica has
+// acknowledged it, so that a failover to that replica keeps the lock. It
+// costs a round trip to the replicas on every acquire, extension, write-back
+// and release, and it is no consensus: pass the fencing token on where
+// that matters. Here the server has no replica: the acquire is undone, and
+// Lock fails with ErrNotAcquired once the 50ms timeout has passed.
+func ExampleWithReplicaAck() {
+	ctx := context.Background()
+	l, err := lock.Open(ctx, redisAddr,
+		lock.WithReplicaAck(1, 50*time.Millisecond),
+		// Undoing the acquire is a release, which no replica acknowledges
+		// either: it is sent again in the background for up to the release
+		// timeout, and Close waits for it. A second here, not the default 5s.
+		lock.WithReleaseTimeout(time.Second),
+	)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	_, err = l.Lock(ctx, "payments:batch")
+	fmt.Println("not acquired:", errors.Is(err, lock.ErrNotAcquired))
+
+	info, err := l.Inspect(ctx, "payments:batch")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("held:", info.Held)
+	// Output:
+	// not acquired: true
+	// held: false
 }
