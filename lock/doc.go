@@ -1,206 +1,244 @@
-// Package lock is a Redis lock whose waiters hear of a release before the
-// releaser can take the lock back, and which can hand the lock over in
-// strict FIFO order across processes.
+// Package lock is a Redis lock whose release hands the lock to the waiter
+// that asked for it, so that a holder that locks again in a tight loop
+// cannot pass waiting processes over, and which can hand the lock over in
+// strict FIFO order across processes ([WithFair]).
 //
-// A Locker hands out leases on named locks. Acquiring runs one script that
-// sets the lock key (<prefix>{key}) to the lease's 128-bit random owner
-// token with a TTL and issues the lease's fencing token. Every other
-// script (release, extend, write-back) compares the owner token before it
-// touches the lock. All keys of a lock share the hash tag {key}, so every
-// script is valid on Redis Cluster; a key that would break that (one that
-// begins with '}') is refused with ErrInvalid.
+//	l, err := lock.Open(ctx, "redis://localhost:6379/0")
+//	if err != nil {
+//		return err
+//	}
+//	defer l.Close()
 //
-// Fast mode, the default. Waiters in other processes that have asked for
-// the lock are handed it by the release itself (below); the others hear of
-// a release through keyspace notifications (package subscriber), and so,
-// after a hand-off window, do waiters whose request has not been served.
-// The release is PING and the compare-and-delete EVALSHA in one write:
-// Redis then reads both in one pass and, because it writes pending replies
-// newest client first, writes the notification to the waiters before the
-// releaser's reply. A waiter thus gets a head start on the releaser's next
-// acquire. That is a head start, not a guarantee: on servers that order
-// writes otherwise (I/O threads, proxies) it falls back to a plain race,
-// never to a correctness problem. A waiter that misses a notification
-// retries when the holder's TTL runs out.
+//	lease, err := l.Lock(ctx, "orders:42")
+//	if err != nil {
+//		return err
+//	}
+//	defer lease.Unlock(ctx)
 //
-// Requests and hand-offs. A waiter that found the lock held must not be
-// passed over by a holder that releases and locks again in a tight loop,
-// and a holder that keeps the lock between pieces of work (package
-// manager's hold) must learn that others want it. So the first failed
-// attempt of a waiting Lock appends its request,
-// "<owner> <waiter-id> <channel>", to the list <prefix>{key}:wanted, and
-// the first request of an empty list is published on that name as a
-// channel (Lease.Wanted hears it). A request stays until its waiter
-// acquires, is handed the lock or gives up, or the list's TTL (the lock's,
-// from the last attempt that asked) ends. A release (Unlock, or a
-// write-back of package manager) that finds requests hands the lock to the
-// first in the same script: it takes the request off the list, sets the
-// lock to the asker's owner token and publishes the waiter's ID to its
-// process channel; a held write-back does the same instead of extending.
-// The asker's next attempt finds the lock its own and confirms it. The
-// former holder, asking again, finds the lock held and queues behind the
-// others that asked: it cannot take the lock back, whatever the server's
-// write order, and under contention each release wakes one waiter, not
-// all. Waiters that have not asked yet still race, with the head start
-// above; so does any Lock when the list has run dry.
+//	// Hand the fencing token to the resource the lock protects: it refuses
+//	// writes carrying a token lower than one it has seen.
+//	return orders.Write(lease.Token(), "42", "shipped")
 //
-// Since a waiter whose request stands is handed the lock by the release
-// itself, it does not watch the key's keyspace events at first: on a busy
-// lock every SET with a TTL (each acquire, hand-off and confirmation) is
-// one, and they would reach every waiting process. It looks again after a
-// hand-off window (see below), and watches the events from then on, so
-// that a lock handed to a waiter that never confirms, or released by a
-// client that does not hand on, reaches it when it frees. A Lock on a key
-// that this process waits for, or that the Locker's last release of it
-// handed on within the last second, asks at its first attempt.
+// The protocol, and why each property below holds, is described in
+// docs/PROTOCOL.md in the module's repository.
 //
-// Hand-off windows. A lock handed to a waiter (in either mode) is set with
-// a TTL of 500ms, or the lock's TTL if shorter, until the waiter confirms:
-// its confirmation sets its own TTL, and its lease's deadline counts from
-// the moment it sent the confirmation. The hand-off script first asks
-// how many clients subscribe to the waiter's process channel itself
-// (PUBSUB NUMSUB: pattern subscribers, such as an operator's
-// PSUBSCRIBE *, are not counted; on shard channels, which have none,
-// SPUBLISH's count); none means the waiter's process is gone (a process
-// that dies closes its connections, and Redis forgets its subscriptions),
-// and the hand-off goes to the next waiter in the same script. A waiter
-// that is alive but stalled, or that died after its process received the
-// hand-off and before it confirmed, keeps the lock for the window at most; in fair mode the next waiter then takes it at its
-// next renewal, within a third of the queue lease (1s by default). A
-// waiter whose subscriber is reconnecting at the moment of the hand-off is
-// skipped like a dead one, and queues again, at the back, once it renews;
-// so, on a cluster, is one whose lock's slot moved to another node a
-// moment before and which still listens on the old one.
+// # Lockers and leases
 //
-// Fair mode (WithFair) makes the order of acquisition a property of the
-// protocol rather than of the server's write order or the scheduler's
-// whims. Keys, all under the lock's hash tag:
+// [Open] connects to a server (host:port, or a redis://, rediss:// or
+// unix:// URL, as [conn.Dial] takes them) or to a Redis Cluster (a
+// redis+cluster:// URL), and returns a [Locker] that owns its
+// connections. [New] makes a Locker on a [conn.Client] and a
+// [subscriber.Subscriber] that the caller made and keeps.
 //
-//	<prefix>{key}          the lock: the owner's token, with the owner's TTL
-//	<prefix>{key}:fence    the last fencing token handed out
-//	<prefix>{key}:wanted   fast mode: the list of requests; in both modes, the channel of requests
-//	<prefix>{key}:queue    fair mode: sorted set of queued owners, scored by arrival
-//	<prefix>{key}:waiters  fair mode: hash: owner -> "<deadline-ms> <waiter-id> <channel>"
-//	<prefix>{key}:seq      fair mode: arrival counter
+// A Locker hands out a [Lease] per holding of a named lock.
+// [Locker.Lock] waits as long as its context allows; [Locker.TryLock]
+// makes one attempt and returns [ErrNotAcquired] if another owner holds
+// the lock. A Locker's leases are not reentrant: a second Lock of a key
+// from the same Locker waits like any other owner.
 //
-// Acquire (one script). If the lock was handed to the caller, it confirms
-// it. If the lock is free, the first live queued waiter is offered it and
-// the caller takes it only if nobody was queued. Otherwise the caller is
-// queued: a new entry gets the next arrival number, an existing one has
-// its deadline pushed back.
+// A lease lasts the lock's TTL ([WithTTL], 10s by default) unless it is
+// extended, by [Lease.Extend] or by a watchdog that [WithAutoExtend]
+// starts, which extends it to the full TTL every TTL/3. [Lease.Done] is
+// closed when the lease ends: released, lost, or run out by this
+// process's clock, which errs early. [Lease.Wanted] is closed when another
+// owner asks for the lock, for a holder that keeps it between pieces of
+// work. [Lease.Unlock] releases it; [Locker.Close] releases every lease
+// still held.
 //
-// Release (one script, sent as PING + EVALSHA). It takes the caller out of
-// the queue and, if the caller owns the lock, offers it: it pops queue
-// entries in arrival order, dropping those past their deadline and those
-// whose process no longer listens, and hands the lock to the first live
-// one. With nobody to hand it to, it deletes the lock. A waiter that gives
-// up runs the same script.
+// The lock for key k lives at <prefix>{k} ([Locker.Key]; the prefix is
+// "baton:" by default, [WithKeyPrefix]), and every other key of the lock
+// shares its hash tag {k}. A key must be non-empty, at most 1024 bytes,
+// and must not leave the names an empty hash tag (a key that begins with
+// '}' under a prefix without braces): otherwise the call fails with
+// [ErrInvalid] and nothing is sent. Each lease holds the lock with an
+// owner token of 130 random bits, which every script compares before it
+// releases, extends or writes.
 //
-// Why each property holds:
+// # Fast mode
 //
-//   - Arrival order: the arrival number comes from INCR inside the script
-//     that queues, so it is the order in which the requests reached the
-//     server; a hand-off always takes the lowest.
-//   - Direct hand-off: the release script itself makes the head the owner;
-//     the lock is never free in between, so the releaser, or anyone else,
-//     cannot take it back.
-//   - No herd: one PUBLISH to the head's process channel, naming one waiter
-//     ID; the subscriber wakes that waiter alone.
-//   - A dead waiter does not stall the queue: a process that died is
-//     skipped at hand-off, in the release script, whatever else
-//     subscribes (pattern subscribers are not counted); one that stopped
-//     without dying keeps the lock for the hand-off window at most, and
-//     its queue entry until its queue lease (3s) runs out.
-//   - The queue's keys expire a queue lease after the last waiter renewed.
-//   - Cancellation: a waiter that gives up runs the release script, which
-//     removes its entry and, if a hand-off reached it in the meantime,
-//     passes the lock on at once.
-//   - A lost publish (a connection that died without Redis noticing yet):
-//     every waiter runs the acquire script again after a reconnect and
-//     every third of the queue lease; a waiter that was handed the lock
-//     confirms it there if the window is still open, and otherwise the
-//     lock, free again, goes to the next waiter at the next attempt.
-//   - Any server with EVAL and PUBLISH/SUBSCRIBE (or, on a cluster,
-//     SPUBLISH/SSUBSCRIBE): no keyspace notification and no particular
-//     reply order is relied on.
+// Fast mode is the default. A waiter that finds the lock held asks for
+// it: its request joins a list in Redis, and the holder's next release
+// hands the lock to the first request in the same script, and wakes that
+// waiter alone. The releaser cannot take the lock back, whatever the
+// server's write order, and under contention each release wakes one
+// waiter, not all. A lock handed to a waiter is reserved for it for the
+// hand-off window, 500ms (or the TTL if shorter), until it confirms; a
+// waiter whose process is gone is skipped at once.
 //
-// The guarantees, and what they rest on:
+// Waiters that have not asked yet, and waiters whose request has not been
+// served within a hand-off window, hear of a release through keyspace
+// notifications, which fast mode needs: [Open] turns them on where the
+// server allows CONFIG ([WithKeyspaceEventsConfigured] where it does
+// not). The release is sent as PING and the release script in one write,
+// so that Redis writes the notification to the waiters before the
+// releaser's reply: a waiter gets a head start on the releaser's next
+// acquire. On servers that order writes otherwise (I/O threads, proxies)
+// that falls back to a plain race, never to a correctness problem. A
+// waiter that hears nothing finds the lock free at the latest when the
+// holder's TTL runs out.
+//
+// # Fair mode
+//
+// [WithFair] makes the order of acquisition a property of the protocol:
+// waiters from every process queue in Redis in the order their requests
+// reached the server, and a release hands the lock straight to the head of
+// the queue. No keyspace notification and no particular reply order is
+// relied on: fair mode works on any server with EVAL and
+// PUBLISH/SUBSCRIBE (SPUBLISH/SSUBSCRIBE on a cluster), where CONFIG is
+// refused, and behind proxies. [Locker.TryLock] does not jump the queue.
+//
+// A waiter keeps its place by renewing it every third of the queue lease
+// ([WithQueueLease], 3s by default). A waiter whose process is gone is
+// skipped at hand-off; one that stalls holds a lock handed to it for the
+// hand-off window at most, and its place until its queue lease runs out.
+//
+// Every Locker of a key must use the same mode.
+//
+// # Fencing tokens
+//
+// [Lease.Token] is the lease's fencing token: strictly greater than the
+// token of every earlier lease on the same key, from any client. Pass it
+// to the resource the lock protects, and have that refuse writes carrying
+// a token lower than one it has seen: a holder that lost its lease
+// unawares (paused past its TTL, or cut off by a failover) then cannot
+// overwrite a later holder's work.
+//
+// A token is one more than the last one handed out, and never less than
+// the server's clock in microseconds since the epoch, so tokens keep
+// increasing across a restart without persistence, a restart from an old
+// snapshot, and a counter that expired. The counter lives the fence
+// retention ([WithFenceRetention], 1h by default, or the TTL if that is
+// longer) after the last acquisition.
+//
+// # Write-back
+//
+// State kept beside a lock, under a name that begins with [Locker.Key],
+// can be read with the acquire and written back with the release:
+// [Locker.LockAndDo] runs commands after the acquire, in the same write
+// when the lock is free or handed over, and [Lease.Commit] stores a
+// [Write] only if the lease still owns the lock, checked in the same
+// script, which then extends the lock or, with the Write's Unlock set,
+// releases it. Nothing another owner does can slip between the check and the
+// write. Package manager is built on these two calls.
+//
+// [Locker.Inspect] reads a lock without taking it: who holds it and for
+// how long, the holder's fencing token, whether it is asked to let go,
+// and the fair queue, as one snapshot timed by the server's clock
+// ([Info]), with the replies of any read commands given to it.
+//
+// # Errors
+//
+// Errors are wrapped with the lock's key and the operation, and are tested
+// with errors.Is and errors.As:
+//
+//   - [ErrNotAcquired]: [Locker.TryLock] found the lock held, or, under
+//     [WithReplicaAck], too few replicas acknowledged an acquire, which was
+//     undone.
+//   - [ErrNotHeld]: the lease no longer owns the lock. The call wrote
+//     nothing.
+//   - [ErrStateMissing]: a [Write] with IfExists found its key missing.
+//     Nothing was written.
+//   - [ErrInvalid]: a bad argument or option. Nothing was sent.
+//   - [ErrClosed]: the Locker is closed, or closing.
+//   - [conn.UncertainError]: the outcome is unknown, and the command may
+//     yet have run (the connection broke with it in flight, say). A
+//     [Lease.Unlock] whose context ended first matches it too, and its
+//     release completes in the background.
+//
+// # Guarantees
 //
 //   - Mutual exclusion by lease: a lease's local deadline is never later
-//     than the lock's expiry in Redis. Every lease counts its TTL from a
-//     moment before its acquire (or confirmation, or extension) was sent,
-//     with the TTL the server got (TTLs are sent rounded up to the
-//     millisecond), less a millisecond for the grain of the server's
-//     expiry clock. This rests on the client's and the server's clocks
-//     running at the same rate, and on the server not evicting keys: Open
-//     refuses an evicting maxmemory-policy (New leaves it to its caller). A
-//     restart without persistence, or a failover to a replica that had not
-//     received the lock, loses every lock: a second owner can then acquire
-//     while the first lease is open. Fencing tokens are the defence.
-//   - Leases stay exact under every combination of calls: an extension to
-//     a shorter TTL moves the deadline, and Done, earlier; extensions of
-//     one lease (Extend, the watchdog's, a held write-back's) take turns,
-//     so that the deadline follows the one Redis ran last; one whose
-//     outcome is unknown counts as run where that ends the lease sooner.
-//     Every TTL sent is range-checked (1ms to 100 years): outside it, the
-//     call fails with ErrInvalid and sends nothing.
-//   - Every way out releases: a Lock cancelled with its acquire on its
-//     way undoes it in the background, a write-back the server refused
-//     releases in the same call, and Close waits for the releases going
-//     on in the background: a service that cancels its work and then
-//     closes its Locker leaves no lock held.
-//   - Errors tell the truth about writes: an error matching ErrNotHeld
-//     means the server wrote nothing; an outcome the client cannot know
-//     (the connection broke with the command in flight) is an error
-//     matching conn.UncertainError. The server's reply decides, not a
-//     local timer that fired meanwhile.
-//   - Fencing tokens strictly increase per key, from every client: each is
-//     one more than the last one handed out, and never less than the
-//     server's clock in microseconds since the epoch. So they keep
-//     increasing across a restart without persistence, a restart from an
-//     old snapshot, and a counter that expired (an hour after the last
-//     acquisition, or a TTL after it if the TTL is longer): this rests on
-//     the server's clock not going back. A clock set back by more
-//     than the time since the last acquisition, while the counter is gone,
-//     can repeat tokens.
+//     than the lock's expiry in Redis. This rests on the client's and the
+//     server's clocks running at the same rate, and on the server not
+//     evicting keys: [Open] refuses a maxmemory-policy that may evict
+//     ([WithEvictionAllowed] to accept the risk; [New] leaves the check to
+//     its caller). A restart without persistence, or a failover to a
+//     replica that had not received the lock, loses every lock, and a
+//     second owner can then acquire while the first lease is open:
+//     fencing tokens are the defence.
+//   - Leases are exact under every combination of calls: an extension to
+//     a shorter TTL moves the deadline, and [Lease.Done], earlier;
+//     extensions of one lease (Extend, the watchdog's, a held write-back's)
+//     take turns, so that the deadline follows the one Redis ran last; one
+//     whose outcome is unknown counts as run where that ends the lease
+//     sooner. Every TTL sent must lie between 1ms and 100 years: outside
+//     that the call fails with [ErrInvalid] and sends nothing.
+//   - Every way out releases: a Lock cancelled with its acquire on its way
+//     undoes it in the background, a write-back the server refused releases
+//     in the same call, and [Locker.Close] waits for the releases going on
+//     in the background. A service that cancels its work and then closes
+//     its Locker leaves no lock held.
+//   - Errors tell the truth about writes: [ErrNotHeld] means the server
+//     wrote nothing, and an outcome the client cannot know is a
+//     [conn.UncertainError]. The server's reply decides, not a local timer
+//     that fired meanwhile.
+//   - Fencing tokens strictly increase per key, from every client, as
+//     long as the server's clock does not go back: a clock set back by
+//     more than the time since the last acquisition, while the counter is
+//     gone, can repeat tokens.
+//   - Dead waiters do not stall a lock: a waiter whose process died is
+//     skipped by the release itself; one that stalled holds the lock for
+//     the hand-off window at most.
 //   - Nothing is left behind: every key has a TTL. The lock has its
-//     holder's, a request its asker's, the counter the fence retention,
-//     and the queue keys the queue lease.
+//     holder's, a request its asker's, the fencing counter the fence
+//     retention, and the fair queue's keys the queue lease.
+//   - Calls end in bounded time: [Lease.Unlock] returns within the release
+//     timeout ([WithReleaseTimeout], 5s by default) whatever its context,
+//     and [Locker.Close] within about twice that, even on a server that
+//     stopped answering. [Open]'s connections break after 5s without a
+//     reply that is due ([WithConnOptions]), so that the next call redials.
 //
-// Redis Cluster. Open with a redis+cluster:// URL makes a Locker on a
-// cluster: each lock lives in one slot (its hash tag), and its scripts go
-// to the primary that serves that slot, following MOVED and ASK. Through a
+// # Redis Cluster
+//
+// [Open] with a redis+cluster:// URL makes a Locker on a cluster. Each
+// lock lives in one slot, its hash tag's, and its scripts go to the
+// primary that serves that slot, following MOVED and ASK. Through a
 // reshard or a failover the cluster answers that it cannot serve a
-// command now (TRYAGAIN while a slot is open for migration, CLUSTERDOWN
-// on every node while a primary is replaced): a Lock waits through it
-// for as long as its context allows, and a release or write-back is sent
-// again within the release timeout, so neither strands a lock for its
-// TTL.
-// Keyspace events are published on the key's own node, so each primary
-// that holds a watched lock gets a Subscriber of its own. On Redis 7
-// nodes, hand-offs and requests go by SPUBLISH on shard channels in the
-// lock's slot (a waiter's hand-off channel is
-// <prefix>{key}:to:<its process channel>), so they stay on that node;
-// PUBLISH would be sent to every node of the cluster. A slot that moves
-// while waiters sleep is found at their next attempt, a second later at
-// most, and they listen on the new node; a shard channel whose slot
-// leaves a node is ended by the server, which wakes its waiters at once,
-// and a fair waiter woken so renews its place with the new node's
-// channel at once, so that no release passes it over.
-// Replication to a primary's replicas is asynchronous: a failover can lose
-// a lock, unless WithReplicaAck makes every acquire wait for replicas.
-// Fencing tokens keep increasing across a failover as long as the clocks
-// of the old primary and of the promoted replica differ by less than the
-// failover takes.
+// command for now (TRYAGAIN, CLUSTERDOWN, LOADING, MASTERDOWN, READONLY):
+// a Lock waits through it for as long as its context allows, and a
+// release or write-back is sent again within the release timeout, so that
+// neither strands a lock for its TTL.
 //
-// Locker.Inspect reads a lock's keys (those of its mode, listed above) in
-// one script that writes nothing: who holds the lock and for how long, the
-// holder's fencing token, whether it is asked to let go, and the queue.
+// Each primary that holds a lock someone waits for gets a subscriber of
+// its own. On Redis 7 nodes, hand-offs and requests go by SPUBLISH on
+// shard channels in the lock's slot, so they stay on that node. A waiter
+// whose lock's slot moves listens on the new node from its next attempt,
+// a second later at most.
 //
-// Concurrency: a Locker and its Leases are safe for concurrent use. The
-// Locker owns its background goroutines and waits for them in Close:
-// releases that outlive a caller who stopped waiting, a watchdog per lease
-// with WithAutoExtend, the timer that ends a lease at its deadline once
-// Done was called, and the listener behind Wanted. Callers of Lock wait in
-// their own goroutine. Close ends in bounded time (see Close).
+// Replication to replicas is asynchronous: a failover can lose a lock,
+// unless [WithReplicaAck] makes every acquire, extension, write-back and
+// release wait for replicas. Fencing tokens keep increasing across a
+// failover as long as the clocks of the old primary and of the promoted
+// replica differ by less than the failover takes.
+//
+// # Options
+//
+// Each option documents its default:
+//
+//   - [WithTTL]: how long a lock outlives a holder that neither extends nor
+//     releases it (10s).
+//   - [WithAutoExtend]: a watchdog per lease (off).
+//   - [WithFair]: fair mode (fast mode).
+//   - [WithKeyPrefix]: the prefix of every key ("baton:").
+//   - [WithQueueLease]: how long a fair waiter's place lasts unrenewed (3s).
+//   - [WithFenceRetention]: how long the fencing counter outlives the last
+//     acquisition (1h, or the TTL if longer).
+//   - [WithReleaseTimeout]: the bound on a release's own work and on each
+//     phase of Close (5s).
+//   - [WithReplicaAck]: wait for replicas (off).
+//   - [WithConnOptions]: options for the connections [Open] makes (a read
+//     timeout of 5s).
+//   - [WithKeyspaceEventsConfigured]: the operator has turned keyspace
+//     events on (Open reads the setting and turns them on).
+//   - [WithEvictionAllowed]: accept a server that may evict keys (Open
+//     refuses one).
+//
+// # Concurrency
+//
+// A [Locker] and its [Lease] values are safe for concurrent use. Callers
+// of Lock wait in their own goroutine. The Locker owns its background
+// goroutines, and [Locker.Close] stops them and waits for them: releases
+// that outlive a caller who stopped waiting, a watchdog per lease with
+// [WithAutoExtend], the timer that ends a lease at its deadline once Done
+// was called, and the listener behind Wanted.
 package lock
