@@ -38,10 +38,9 @@
 //
 // With [WithHold] and a duration d, the Manager keeps a token's lock and
 // its state for up to d after each Modify: a back-to-back Modify on the
-// same instance
-// then costs one round trip, a fenced write that also extends the lock.
-// No write ever waits for a later Modify: a Modify that returns nil has
-// written its result.
+// same instance then costs one round trip, a fenced write that also
+// extends the lock. No write ever waits for a later Modify: a Modify that
+// returns nil has written its result.
 //
 // A hold never keeps others waiting for long. Waiters in other instances
 // ask for the lock ([lock.Lease.Wanted]); a held write that finds a
