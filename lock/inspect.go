@@ -109,7 +109,7 @@ func (l *Locker) Inspect(ctx context.Context, key string, cmds ...[]string) (Inf
 	defer l.exit()
 	n := l.keyNames(key)
 	r, err := runScript(ctx, l.nodes.commander(n.lock), scriptCall{script: &inspectScript,
-		keys: []string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, args: []string{flag(l.opts.Fair)}}, cmds)
+		keys: []string{n.lock, n.fence, n.wanted, n.queue, n.waiters}, args: inspectArgs{fair: l.opts.Fair}.argv()}, cmds)
 	if err != nil {
 		return Info{}, fmt.Errorf("lock %q: inspect: %w", key, err)
 	}

@@ -298,7 +298,7 @@ func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	defer ls.giveTurn()
 	start := time.Now()
-	r, err := c.l.runAcked(ctx, c.cmd, scriptCall{script: &extendScript, keys: []string{c.names.lock}, args: []string{c.owner, millis(ttl)}}, nil)
+	r, err := c.l.runAcked(ctx, c.cmd, scriptCall{script: &extendScript, keys: []string{c.names.lock}, args: extendArgs{owner: c.owner, ttl: millis(ttl)}.argv()}, nil)
 	if err != nil {
 		if mayHaveRun(err) {
 			ls.mayHaveExtended(start, ttl)

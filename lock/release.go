@@ -194,7 +194,7 @@ func (c *claim) sendPlainRelease(ctx context.Context, style releaseStyle) (scrip
 	case c.l.opts.Fair:
 		return c.l.runAcked(ctx, c.cmd, c.fairRelease(), nil)
 	case style == releaseEval:
-		return runScript(ctx, c.cmd, scriptCall{script: &plainReleaseScript, keys: []string{c.names.lock}, args: []string{c.owner}}, nil)
+		return runScript(ctx, c.cmd, scriptCall{script: &plainReleaseScript, keys: []string{c.names.lock}, args: plainReleaseArgs{owner: c.owner}.argv()}, nil)
 	case style == releaseGetDel:
 		v, err := c.cmd.Do(ctx, "GETDEL", c.names.lock)
 		if err != nil {

@@ -213,6 +213,21 @@ func (sc scriptCall) send(ctx context.Context, c commander, src scriptSource, af
 	return r, r.reply.Err()
 }
 
+// extendArgs are the ARGV of shared.lua's extend.
+type extendArgs struct{ owner, ttl string }
+
+func (a extendArgs) argv() []string { return []string{a.owner, a.ttl} }
+
+// plainReleaseArgs are the ARGV of shared.lua's plainRelease.
+type plainReleaseArgs struct{ owner string }
+
+func (a plainReleaseArgs) argv() []string { return []string{a.owner} }
+
+// inspectArgs are the ARGV of shared.lua's inspect.
+type inspectArgs struct{ fair bool }
+
+func (a inspectArgs) argv() []string { return []string{flag(a.fair)} }
+
 // releaseArgs are the ARGV of the release of either mode: fast.lua's and
 // fair.lua's take the same.
 type releaseArgs struct {
