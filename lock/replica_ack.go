@@ -86,26 +86,6 @@ func waitCommand(o settings) []string {
 	return []string{"WAIT", strconv.Itoa(o.ReplicaAcks), millis(o.ReplicaAckTimeout)}
 }
 
-// runAcked is runScript with the Locker's WAIT, if any, after the
-// other commands in the same write: the result's short says whether
-// enough replicas acknowledged the script's writes.
-func (l *Locker) runAcked(ctx context.Context, c commander, sc scriptCall, after [][]string) (scriptResult, error) {
-	if l.waitCmd == nil {
-		return runScript(ctx, c, sc, after)
-	}
-	r, err := runScript(ctx, c, sc, append(after[:len(after):len(after)], l.waitCmd))
-	if err != nil {
-		return scriptResult{reply: r.reply}, err
-	}
-	last := len(r.after) - 1
-	r.short = l.acknowledged(r.after[last])
-	r.after = r.after[:last]
-	if last == 0 {
-		r.after = nil // only the WAIT followed the script
-	}
-	return r, nil
-}
-
 // acknowledged reads WAIT's reply: nil if it counted enough replicas, else
 // an error matching errReplicaAck that says how many did.
 func (l *Locker) acknowledged(v resp.Value) error {

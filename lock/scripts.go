@@ -155,6 +155,26 @@ func runScript(ctx context.Context, c commander, sc scriptCall, after [][]string
 	return r, err
 }
 
+// runAcked is runScript with the Locker's WAIT, if any, after the
+// other commands in the same write: the result's short says whether
+// enough replicas acknowledged the script's writes.
+func (l *Locker) runAcked(ctx context.Context, c commander, sc scriptCall, after [][]string) (scriptResult, error) {
+	if l.waitCmd == nil {
+		return runScript(ctx, c, sc, after)
+	}
+	r, err := runScript(ctx, c, sc, append(after[:len(after):len(after)], l.waitCmd))
+	if err != nil {
+		return scriptResult{reply: r.reply}, err
+	}
+	last := len(r.after) - 1
+	r.short = l.acknowledged(r.after[last])
+	r.after = r.after[:last]
+	if last == 0 {
+		r.after = nil // only the WAIT followed the script
+	}
+	return r, nil
+}
+
 // command is s's EVALSHA or EVAL command.
 func (s script) command(src scriptSource, keys, args []string) []string {
 	return s.appendCommand(make([]string, 0, 3+len(keys)+len(args)), src, keys, args)
