@@ -125,20 +125,20 @@ func (s *probeSession) round(ctx context.Context, st releaseStyle, rec *tapRecor
 		defer s.rel.record(nil)
 		defer s.sub.record(nil)
 	}
-	notificationFirst, err = s.release(ctx, st, token, false)
+	notificationFirst, err = s.release(ctx, st, token, bySHA)
 	if errors.Is(err, resp.NoScript) {
-		notificationFirst, err = s.release(ctx, st, token, true)
+		notificationFirst, err = s.release(ctx, st, token, byText)
 	}
 	return notificationFirst, err
 }
 
 // release sends the release, takes the arrival order, and then reads the
 // two sides in that order.
-func (s *probeSession) release(ctx context.Context, st releaseStyle, token string, eval bool) (notificationFirst bool, err error) {
+func (s *probeSession) release(ctx context.Context, st releaseStyle, token string, src scriptSource) (notificationFirst bool, err error) {
 	if err := s.order.reset(); err != nil {
 		return false, fmt.Errorf("%s: %w", s.shown, err)
 	}
-	if err := s.sendRelease(st, token, eval); err != nil {
+	if err := s.sendRelease(st, token, src); err != nil {
 		return false, err
 	}
 	fd, err := s.order.first(ctx, probeStepTimeout)

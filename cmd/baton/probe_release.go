@@ -14,9 +14,9 @@ type releaseStyle struct {
 	name string
 	// ping sends PING first, in the same write.
 	ping bool
-	// command is the release of key holding token; eval asks for EVAL
-	// in place of EVALSHA, for the scripted styles.
-	command func(key, token string, eval bool) []string
+	// command is the release of key holding token; for the scripted
+	// styles, src says whether the script goes by its SHA or its text.
+	command func(key, token string, src scriptSource) []string
 	// released reports whether the reply says the key was deleted.
 	released func(v resp.Value, token string) bool
 }
@@ -31,13 +31,13 @@ const pingEvalStyle = "PING+EVAL"
 var releaseStyles = []releaseStyle{
 	{
 		name:     "GETDEL",
-		command:  func(key, _ string, _ bool) []string { return []string{"GETDEL", key} },
+		command:  func(key, _ string, _ scriptSource) []string { return []string{"GETDEL", key} },
 		released: func(v resp.Value, token string) bool { return v.Str == token },
 	},
 	{name: "EVAL", command: scriptCommand, released: deletedOne},
 	{
 		name:     "DEL",
-		command:  func(key, _ string, _ bool) []string { return []string{"DEL", key} },
+		command:  func(key, _ string, _ scriptSource) []string { return []string{"DEL", key} },
 		released: deletedOne,
 	},
 	{name: pingEvalStyle, ping: true, command: scriptCommand, released: deletedOne},
@@ -59,8 +59,16 @@ var compareAndDeleteSHA = func() string {
 	return hex.EncodeToString(sum[:])
 }()
 
-func scriptCommand(key, token string, eval bool) []string {
-	if eval {
+// scriptSource is how a scripted release names its script.
+type scriptSource int
+
+const (
+	bySHA  scriptSource = iota // EVALSHA and the SHA1
+	byText                     // EVAL and the text, which also loads it
+)
+
+func scriptCommand(key, token string, src scriptSource) []string {
+	if src == byText {
 		return []string{"EVAL", compareAndDelete, "1", key, token}
 	}
 	return []string{"EVALSHA", compareAndDeleteSHA, "1", key, token}
@@ -73,8 +81,8 @@ func deletedOne(v resp.Value, _ string) bool { return v.Type == resp.Integer && 
 var errNotReleased = errors.New("the key was not released")
 
 // sendRelease writes the release in style st, in one write.
-func (s *probeSession) sendRelease(st releaseStyle, token string, eval bool) error {
-	cmds := [][]string{st.command(s.key, token, eval)}
+func (s *probeSession) sendRelease(st releaseStyle, token string, src scriptSource) error {
+	cmds := [][]string{st.command(s.key, token, src)}
 	if st.ping {
 		cmds = [][]string{{"PING"}, cmds[0]}
 	}

@@ -75,7 +75,7 @@ func New(ctx context.Context, seeds []string, opts ...Option) (*Client, error) {
 			c.seeds = append(c.seeds, s)
 		}
 	}
-	if err := c.refresh(ctx, true, ""); err != nil {
+	if err := c.refresh(ctx, refreshNow, ""); err != nil {
 		_ = c.Close()
 		return nil, fmt.Errorf("cluster: no seed gave the topology: %w", err)
 	}
@@ -126,7 +126,7 @@ func (c *Client) route(ctx context.Context, slot int) (string, error) {
 	if ok {
 		return addr, nil
 	}
-	if err := c.refresh(ctx, false, ""); err != nil && ctx.Err() != nil {
+	if err := c.refresh(ctx, refreshIfDue, ""); err != nil && ctx.Err() != nil {
 		return "", err
 	}
 	c.mu.Lock()

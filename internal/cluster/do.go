@@ -82,7 +82,7 @@ func (c *Client) DoMulti(ctx context.Context, key string, cmds ...[]string) ([]r
 			if attempt > c.opts.maxRetries {
 				return nil, fmt.Errorf("cluster: %s: tried %d times: %w: %s: %w", name, attempt, ErrTooManyRetries, addr, err)
 			}
-			_ = c.refresh(ctx, false, addr) // an error here shows in the next send
+			_ = c.refresh(ctx, refreshIfDue, addr) // an error here shows in the next send
 			if addr, err = c.route(ctx, slot); err != nil {
 				return nil, fmt.Errorf("cluster: %s: %w", name, err)
 			}
@@ -106,7 +106,7 @@ func (c *Client) DoMulti(ctx context.Context, key string, cmds ...[]string) ([]r
 			}
 			attempt-- // a wait, not a retry
 			if staleTopology(refused) {
-				_ = c.refresh(ctx, false, "")
+				_ = c.refresh(ctx, refreshIfDue, "")
 				if addr, err = c.route(ctx, slot); err != nil {
 					return nil, fmt.Errorf("cluster: %s: %w", name, err)
 				}
@@ -118,7 +118,7 @@ func (c *Client) DoMulti(ctx context.Context, key string, cmds ...[]string) ([]r
 			return nil, fmt.Errorf("cluster: %s: sent %d times: %w: %s: %w", name, attempt, ErrTooManyRetries, addr, rd.err)
 		}
 		if !rd.ask {
-			_ = c.refresh(ctx, false, "")
+			_ = c.refresh(ctx, refreshIfDue, "")
 			c.learn(rd.slot, rd.addr)
 		}
 		addr, asking = rd.addr, rd.ask

@@ -11,15 +11,23 @@ import (
 	"github.com/batonlock/baton/resp"
 )
 
+// refreshWhen says whether a refresh may be skipped as too soon.
+type refreshWhen int
+
+const (
+	refreshIfDue refreshWhen = iota // skipped within the refresh interval of the last one
+	refreshNow                      // whatever the interval
+)
+
 // refresh asks the cluster for its topology and installs it. Only one
 // refresh runs at a time: a caller that finds one in progress waits for it
-// (or for ctx) and takes its result as its own. Unless force is set, a
+// (or for ctx) and takes its result as its own. Unless when is now, a
 // refresh less than the refresh interval after the last one is skipped.
 // The nodes asked, in order until one answers: the known primaries, in a
 // random order so that many clients do not all ask one node, then the
 // seeds; avoid, a node that just could not be reached, is asked last. A
 // topology with nothing in it is not installed; the old one stays.
-func (c *Client) refresh(ctx context.Context, force bool, avoid string) error {
+func (c *Client) refresh(ctx context.Context, when refreshWhen, avoid string) error {
 	c.mu.Lock()
 	if wait := c.refreshing; wait != nil {
 		c.mu.Unlock()
@@ -34,7 +42,7 @@ func (c *Client) refresh(ctx context.Context, force bool, avoid string) error {
 		c.mu.Unlock()
 		return nil
 	}
-	if !force && c.opts.refreshInterval > 0 && time.Since(c.refreshed) < c.opts.refreshInterval {
+	if when != refreshNow && c.opts.refreshInterval > 0 && time.Since(c.refreshed) < c.opts.refreshInterval {
 		c.mu.Unlock()
 		return nil
 	}

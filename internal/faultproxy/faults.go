@@ -18,7 +18,7 @@ func (p *Proxy) Reset() int {
 	links := p.takeLocked()
 	p.mu.Unlock()
 	for _, l := range links {
-		l.close(true)
+		l.close(abrupt)
 	}
 	return len(links)
 }

@@ -136,15 +136,23 @@ func (l *link) waitHealed() bool {
 	}
 }
 
+// closing is how a link's sockets are closed.
+type closing int
+
+const (
+	orderly closing = iota // ends of stream (FIN)
+	abrupt                 // resets (RST), as a crashed peer or a cut network shows
+)
+
 // close closes both sockets, which frees any copier blocked reading or
-// writing them, however stuck its peer; abrupt sends resets instead of
-// ends of stream. Close errors are ignored: the sockets are being thrown
-// away and the peers learn of it either way.
-func (l *link) close(abrupt bool) {
+// writing them, however stuck its peer; an abrupt close sends resets
+// instead of ends of stream. Close errors are ignored: the sockets are
+// being thrown away and the peers learn of it either way.
+func (l *link) close(how closing) {
 	l.once.Do(func() {
 		close(l.done)
 		for _, c := range []*net.TCPConn{l.client, l.server} {
-			if abrupt {
+			if how == abrupt {
 				_ = c.SetLinger(0)
 			}
 			_ = c.Close()

@@ -83,7 +83,7 @@ func (p *Proxy) Close() error {
 	p.cancel()
 	err := p.ln.Close()
 	for _, l := range links {
-		l.close(false)
+		l.close(orderly)
 	}
 	p.wg.Wait()
 	if err != nil {
@@ -144,7 +144,7 @@ func (p *Proxy) connect(client *net.TCPConn) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		l.close(false)
+		l.close(orderly)
 		return
 	}
 	p.conns[l] = struct{}{}
@@ -158,7 +158,7 @@ func (p *Proxy) end(l *link) {
 	p.mu.Lock()
 	delete(p.conns, l)
 	p.mu.Unlock()
-	l.close(false)
+	l.close(orderly)
 }
 
 // abort closes c with SO_LINGER 0, so that its peer gets a reset rather

@@ -28,16 +28,26 @@ const (
 
 // FreePorts returns n loopback ports that were free a moment ago, for a
 // server started some other way, in a container say.
-func FreePorts(n int) ([]int, error) { return freePorts(n, false) }
+func FreePorts(n int) ([]int, error) { return freePorts(n, noBusPort) }
+
+// busPort says whether the first port chosen needs its cluster bus port
+// free too.
+type busPort int
+
+const (
+	noBusPort   busPort = iota // any free ports
+	withBusPort                // the first is a cluster node's
+)
 
 // freePorts returns n distinct loopback TCP ports that were free a moment
-// ago. With cluster, the first one, the node's, is at most maxClusterPort
-// and its bus port, clusterBusOffset above it, was free as well. The
+// ago. With withBusPort, the first one, a cluster node's, is at most
+// maxClusterPort and its bus port, clusterBusOffset above it, was free as
+// well. The
 // listeners are held open until every port is chosen, so the kernel cannot
 // hand out the same port twice; they are closed before returning, so
 // another process may take a port before redis-server binds it. Start
 // notices that clash in the server's log and tries again with new ports.
-func freePorts(n int, cluster bool) ([]int, error) {
+func freePorts(n int, bus busPort) ([]int, error) {
 	ports := make([]int, 0, n)
 	var held []net.Listener
 	defer func() {
@@ -45,7 +55,7 @@ func freePorts(n int, cluster bool) ([]int, error) {
 			l.Close()
 		}
 	}()
-	if cluster && n > 0 {
+	if bus == withBusPort && n > 0 {
 		port, bus, err := clusterPort()
 		if err != nil {
 			return nil, err

@@ -116,7 +116,11 @@ func start(bin, dir string, c config) (*Server, error) {
 		s.tls, s.tlsConf = &files, conf
 	}
 	for attempt := 1; ; attempt++ {
-		ports, err := freePorts(2, c.cluster != noCluster)
+		bus := noBusPort
+		if c.cluster != noCluster {
+			bus = withBusPort
+		}
+		ports, err := freePorts(2, bus)
 		if err != nil {
 			return nil, fmt.Errorf("picking ports: %w", err)
 		}
