@@ -70,6 +70,15 @@ end
 -- allocation.
 local lock, fence, wanted = KEYS[1], KEYS[2], KEYS[3]
 local owner, ttl, ask, asker, retention, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+if ask == '0' then
+	-- A claim that never asked holds no request and cannot have been
+	-- handed the lock: the lock is free, or another's. One SET NX says
+	-- which, where GET and SET took two calls.
+	if redis.call('SET', lock, owner, 'NX', 'PX', ttl) then return issue(fence, retention) end
+	local left = redis.call('PTTL', lock)
+	if left < 0 then return 0 end
+	return -1 - left
+end
 local holder = redis.call('GET', lock)
 if holder and holder ~= owner then
 	if ask ~= '0' then
