@@ -24,15 +24,15 @@ const handoffLockers = 8
 
 // handoffColumns are scenario 3's figures, in the order of figures.
 var handoffColumns = []column{
-	{name: "acq/s", format: asCount, ratio: true},
-	{name: "hand-off p50", format: asDuration, ratio: true},
-	{name: "hand-off p99", format: asDuration, ratio: true},
-	{name: "kept", format: asPercent},
-	{name: "wait p99", format: asDuration, ratio: true},
-	{name: "wait max", format: asDuration, ratio: true},
-	{name: "Jain", format: asFraction},
-	{name: "cmds/acq", format: asOne, ratio: true},
-	{name: "threaded writes/acq", format: asOne},
+	{name: "acq/s", json: "acq_per_s", format: asCount, ratio: true},
+	{name: "hand-off p50", json: "handoff_p50_us", nanos: true, format: asDuration, ratio: true},
+	{name: "hand-off p99", json: "handoff_p99_us", nanos: true, format: asDuration, ratio: true},
+	{name: "kept", json: "kept", format: asPercent},
+	{name: "wait p99", json: "wait_p99_us", nanos: true, format: asDuration, ratio: true},
+	{name: "wait max", json: "wait_max_us", nanos: true, format: asDuration, ratio: true},
+	{name: "Jain", json: "jain", format: asFraction},
+	{name: "cmds/acq", json: "cmds_per_acq", format: asOne, ratio: true},
+	{name: "threaded writes/acq", json: "threaded_writes_per_acq", format: asOne},
 }
 
 // handoffResult is scenario 3's outcome.

@@ -86,6 +86,7 @@ func selectImpls(all []impl, list string) ([]impl, error) {
 
 // label is the implementation's name in the report.
 func (im impl) label() string { return im.name }
+func (im impl) ident() string { return im.id }
 
 // namesOf returns the report's names of xs, in order.
 func namesOf[T interface{ label() string }](xs []T) []string {
@@ -94,6 +95,15 @@ func namesOf[T interface{ label() string }](xs []T) []string {
 		names[i] = x.label()
 	}
 	return names
+}
+
+// idsOf returns the ids of xs, in order, as --json names them.
+func idsOf[T interface{ ident() string }](xs []T) []string {
+	ids := make([]string, len(xs))
+	for i, x := range xs {
+		ids[i] = x.ident()
+	}
+	return ids
 }
 
 // closeEach closes every one of xs and returns their errors joined, each

@@ -28,6 +28,8 @@ type config struct {
 	pin        *cpuPlan // nil without --pin
 	impls      string
 	scenarios  map[int]bool
+	// json collects the report for --json; nil without it.
+	json       *jsonReport
 	throughput time.Duration // scenario 2's time per implementation per round
 	handoff    time.Duration // scenario 3's
 	slowSteps  time.Duration // scenario 3: report steps longer than this; 0 for none
@@ -59,6 +61,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.ops, "ops", 1000, "operations per implementation per round")
 	fs.IntVar(&c.trials, "trials", 30, "scenario 4: trials; each runs every implementation once")
 	fs.StringVar(&c.plots, "plots", "", "write the plots as PNG files into this directory")
+	asJSON := fs.Bool("json", false, "print the report as one JSON document on stdout, and the markdown report on stderr")
 	pin := fs.Bool("pin", false, "run each throwaway server on the last CPU and the bench on the others, so that every reply crosses CPUs, as from a server on another host, and the kernel moves neither between rounds (Linux, at least 2 CPUs)")
 	fs.StringVar(&c.impls, "impls", "", "comma-separated ids of the implementations to run (default: all): baton-fast, baton-fair, rueidislock, redsync, redislock, notify-eval, notify-getdel, notify-ping-eval, floor")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the rounds to this file; samples carry the label impl=<implementation>, for pprof's -tagfocus")
@@ -106,6 +109,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case *pin && c.addr != "":
 		return c, errors.New("--pin pins the throwaway servers; leave out --pin or --addr")
 	}
+	if *asJSON {
+		c.json = &jsonReport{Servers: []jsonServer{}}
+	}
 	if *pin {
 		plan, err := planPinning()
 		if err != nil {
@@ -145,14 +151,23 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			err = perr
 		}
 	}()
-	out := &stickyWriter{w: stdout}
+	markdown := stdout
+	if c.json != nil {
+		markdown = stderr
+		c.json.Command, c.json.Date = commandLine(args), time.Now().UTC().Format(time.RFC3339)
+		c.json.Machine = strings.TrimPrefix(machine(), "Machine: ")
+	}
+	out := &stickyWriter{w: markdown}
 	fmt.Fprintf(out, "%s\n", aboutRun(args))
 	for _, s := range c.servers() {
 		if err := runOnServer(ctx, c, s, all, prefix, out, stderr); err != nil {
 			return err
 		}
 	}
-	return out.err
+	if out.err != nil || c.json == nil {
+		return out.err
+	}
+	return c.json.write(stdout)
 }
 
 // stickyWriter keeps the first error of its writes and drops every
@@ -175,6 +190,11 @@ func (s *stickyWriter) Write(p []byte) (int, error) {
 // aboutRun is the lines the report starts with: the command, the date and
 // the machine.
 func aboutRun(args []string) string {
+	return fmt.Sprintf("Command (in bench/): `%s`.\nDate: %s.\n%s.\n", commandLine(args), time.Now().UTC().Format("2006-01-02 15:04 MST"), machine())
+}
+
+// commandLine is the command that ran, as a shell in bench/ takes it.
+func commandLine(args []string) string {
 	quoted := make([]string, len(args))
 	for i, a := range args {
 		quoted[i] = a
@@ -182,8 +202,7 @@ func aboutRun(args []string) string {
 			quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 		}
 	}
-	cmd := strings.TrimSpace("go run . " + strings.Join(quoted, " "))
-	return fmt.Sprintf("Command (in bench/): `%s`.\nDate: %s.\n%s.\n", cmd, time.Now().UTC().Format("2006-01-02 15:04 MST"), machine())
+	return strings.TrimSpace("go run . " + strings.Join(quoted, " "))
 }
 
 // runPrefix returns a key prefix of this run's own, so that runs against

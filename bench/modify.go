@@ -73,14 +73,16 @@ func (m managerModifier) Modify(ctx context.Context, key string) error {
 
 func (m managerModifier) Close() error { return errors.Join(m.m.Close(), m.b.Close()) }
 
-// modifyRow is a modifier opened, with its row's name and its key.
+// modifyRow is a modifier opened, with its row's id (the
+// implementation's, "+manager" for a manager row), name and key.
 type modifyRow struct {
-	name string
-	m    modifier
-	key  string
+	id, name string
+	m        modifier
+	key      string
 }
 
 func (r modifyRow) label() string { return r.name }
+func (r modifyRow) ident() string { return r.id }
 func (r modifyRow) close() error  { return r.m.Close() }
 
 // openModifiers opens a row per implementation of all, and after each of
@@ -92,8 +94,8 @@ func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []mo
 			err = errors.Join(err, closeEach(out))
 		}
 	}()
-	add := func(name string, m modifier) error {
-		row := modifyRow{name: name, m: m, key: prefix + "m" + strconv.Itoa(len(out))}
+	add := func(id, name string, m modifier) error {
+		row := modifyRow{id: id, name: name, m: m, key: prefix + "m" + strconv.Itoa(len(out))}
 		out = append(out, row)
 		for range warmupOps {
 			if err := m.Modify(ctx, row.key); err != nil {
@@ -108,7 +110,7 @@ func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []mo
 			return nil, err
 		}
 		if im.floor {
-			if err := add(im.name, floorModifier{l}); err != nil {
+			if err := add(im.id, im.name, floorModifier{l}); err != nil {
 				return nil, err
 			}
 			continue
@@ -117,7 +119,7 @@ func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []mo
 		if err != nil {
 			return nil, errors.Join(err, l.Close())
 		}
-		if err := add(im.name, lockModifier{l: l, state: state}); err != nil {
+		if err := add(im.id, im.name, lockModifier{l: l, state: state}); err != nil {
 			return nil, err
 		}
 		if im.manager {
@@ -129,7 +131,7 @@ func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []mo
 			if !ok {
 				return nil, errors.Join(fmt.Errorf("%s: a manager row needs baton's lock, not %T", im.name, l), l.Close())
 			}
-			if err := add(im.name+" + manager", managerModifier{b: b, m: manager.New[counter](b.l)}); err != nil {
+			if err := add(im.id+"+manager", im.name+" + manager", managerModifier{b: b, m: manager.New[counter](b.l)}); err != nil {
 				return nil, err
 			}
 		}

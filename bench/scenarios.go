@@ -29,6 +29,7 @@ func runOnServer(ctx context.Context, c config, s serverSpec, all []impl, prefix
 		placement = c.pin.String()
 	}
 	fmt.Fprintf(stderr, "on %s (%s)\n", s.label, version)
+	c.json.addServer(s.label, version, placement)
 	if _, err := fmt.Fprintf(stdout, "\n## %s\n\nServer: %s; %s.\n", s.label, version, placement); err != nil {
 		return err
 	}
@@ -86,7 +87,9 @@ func runSingles(ctx context.Context, c config, s serverSpec, addr, prefix string
 		if err != nil {
 			return err
 		}
-		if err := writeUncontendedTable(stdout, uncontendedIntro, summarize(names, samples, base), c.rounds, c.ops); err != nil {
+		rows := summarize(names, samples, base)
+		c.json.addScenario("uncontended", uncontendedRows(idsOf(insts), rows, base))
+		if err := writeUncontendedTable(stdout, uncontendedIntro, rows, c.rounds, c.ops); err != nil {
 			return err
 		}
 		if err := writeFloorSpread(stdout, samples, floor); err != nil {
@@ -113,6 +116,7 @@ Lock, on a key no one held, was still waiting %s after the round's end;
 they stop there, and ops/s counts the operations the others completed.
 
 `, throughputWorkers, c.throughput, c.rounds, stallGrace)
+		c.json.addScenario("throughput", figuresRows(idsOf(insts), throughputColumns, samples, base))
 		if err := writeFiguresTable(stdout, names, throughputColumns, samples, base); err != nil {
 			return err
 		}
@@ -139,7 +143,9 @@ func runModifyScenario(ctx context.Context, c config, addr, prefix string, insts
 	names := namesOf(rows)
 	base := baselineIndex(names)
 	p.uncontended("modify", "Uncontended read-modify-write latency", names, samples)
-	return writeUncontendedTable(stdout, modifyIntro, summarize(names, samples, base), c.rounds, c.ops)
+	summary := summarize(names, samples, base)
+	c.json.addScenario("read-modify-write", uncontendedRows(idsOf(rows), summary, base))
+	return writeUncontendedTable(stdout, modifyIntro, summary, c.rounds, c.ops)
 }
 
 // runHandoffScenario runs scenario 3, and writes scenario 5's breakdown
@@ -183,6 +189,7 @@ hand-off no message: the least a fair lock could cost here, and its
 longest wait what this machine's own stalls of a round trip add.
 
 `, handoffLockers, c.handoff, c.rounds)
+	c.json.addScenario("hand-off", figuresRows(idsOf(groups), handoffColumns, res.samples, base))
 	if err := writeFiguresTable(stdout, names, handoffColumns, res.samples, base); err != nil {
 		return err
 	}
@@ -190,6 +197,7 @@ longest wait what this machine's own stalls of a round trip add.
 	if !s.scenarios[5] {
 		return nil
 	}
+	c.json.addScenario("server-cost", serverCostRows(idsOf(groups), res.cmds, res.acquisitions))
 	fmt.Fprintf(stdout, `
 ### Server cost
 
@@ -226,6 +234,7 @@ of the per-trial ratios of the wait to baton fast's. Trials are
 interleaved.
 
 `, c.trials, waiterSettle, passOverLimit, stallGrace)
+	c.json.addScenario("remote-waiter", waiterRows(idsOf(groups), trials, base))
 	if err := writeWaiterTable(stdout, names, trials, base); err != nil {
 		return err
 	}

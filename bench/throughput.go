@@ -17,8 +17,8 @@ const throughputWorkers = 64
 
 // throughputColumns are scenario 2's figures.
 var throughputColumns = []column{
-	{name: "ops/s", format: asCount, ratio: true},
-	{name: "stalled", format: asCount},
+	{name: "ops/s", json: "ops_per_s", format: asCount, ratio: true},
+	{name: "stalled", json: "stalled", format: asCount},
 }
 
 // stallGrace is how long after a throughput round's end a Lock may still

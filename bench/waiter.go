@@ -191,38 +191,55 @@ func writeWaiterTable(w io.Writer, names []string, trials [][]waiterTrial, base 
 		return err
 	}
 	for i, name := range names {
-		var passed, waits, ratios []float64
-		never, capped, stalled := 0, 0, 0
-		for _, trial := range trials {
-			t := trial[i]
-			if t.stalled {
-				// A lost wake-up is no count of passes: it is counted
-				// apart, and left out of the rest.
-				stalled++
-				continue
-			}
-			passed = append(passed, float64(t.passed))
-			waits = append(waits, float64(t.wait))
-			if base >= 0 && trial[base].wait > 0 && !trial[base].stalled {
-				ratios = append(ratios, float64(t.wait)/float64(trial[base].wait))
-			}
-			switch t.passed {
-			case 0:
-				never++
-			case passOverLimit:
-				capped++
-			}
-		}
+		s := summarizeWaiter(trials, i, base)
 		_, err := fmt.Fprintf(w, "| %s | %s | %s | %s | %d/%d | %d/%d | %d/%d | %s | %s | %s | %s |\n", name,
-			asCount(quantile(passed, 0.5)), asCount(quantile(passed, 0.9)), asCount(quantile(passed, 1)),
-			never, len(trials), capped, len(trials), stalled, len(trials),
-			asDuration(quantile(waits, 0.5)), asDuration(quantile(waits, 0.9)), asDuration(quantile(waits, 1)),
-			times(median(ratios)))
+			asCount(s.passedP50), asCount(s.passedP90), asCount(s.passedMax),
+			s.never, s.trials, s.capped, s.trials, s.stalled, s.trials,
+			asDuration(s.waitP50), asDuration(s.waitP90), asDuration(s.waitMax), times(s.waitRatio))
 		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// waiterSummary is one group's trials of scenario 4.
+type waiterSummary struct {
+	passedP50, passedP90, passedMax float64 // times passed over
+	trials, never, capped, stalled  int     // trials: all, never passed over, passed over passOverLimit times, stalled
+	waitP50, waitP90, waitMax       float64 // nanoseconds
+	waitRatio                       float64 // the median of the per-trial ratios to the baseline's wait
+}
+
+// summarizeWaiter summarizes group i's trials, with ratios to the group
+// at base (none when base is -1).
+func summarizeWaiter(trials [][]waiterTrial, i, base int) waiterSummary {
+	var passed, waits, ratios []float64
+	s := waiterSummary{trials: len(trials)}
+	for _, trial := range trials {
+		t := trial[i]
+		if t.stalled {
+			// A lost wake-up is no count of passes: it is counted
+			// apart, and left out of the rest.
+			s.stalled++
+			continue
+		}
+		passed = append(passed, float64(t.passed))
+		waits = append(waits, float64(t.wait))
+		if base >= 0 && trial[base].wait > 0 && !trial[base].stalled {
+			ratios = append(ratios, float64(t.wait)/float64(trial[base].wait))
+		}
+		switch t.passed {
+		case 0:
+			s.never++
+		case passOverLimit:
+			s.capped++
+		}
+	}
+	s.passedP50, s.passedP90, s.passedMax = quantile(passed, 0.5), quantile(passed, 0.9), quantile(passed, 1)
+	s.waitP50, s.waitP90, s.waitMax = quantile(waits, 0.5), quantile(waits, 0.9), quantile(waits, 1)
+	s.waitRatio = median(ratios)
+	return s
 }
 
 // passedOverCounts returns, for each count of times passed over, how
