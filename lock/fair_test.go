@@ -196,3 +196,35 @@ func TestFairCancelsRacingHandOffsPassTheLockOn(t *testing.T) {
 	ls := mustLock(t, lockers[0], "k")
 	mustUnlock(t, ls)
 }
+
+// TestAFreeLockWithWaitersQueuedGoesToThemFirst: a lock whose holder's
+// TTL ran out while a waiter was queued is free with the queue not empty
+// until someone acquires. A claim that never queued, which takes a free
+// lock at once, must still leave it to the waiter: its attempt offers the
+// lock to the head of the queue, and fails.
+func TestAFreeLockWithWaitersQueuedGoesToThemFirst(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b, c := open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair())
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	held := mustLock(t, a, "k")
+	got := make(chan *lock.Lease, 1)
+	go func() {
+		ls, err := b.Lock(ctx, "k")
+		assert.NoError(t, err)
+		got <- ls
+	}()
+	redistest.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	srv.Do(t, "DEL", "baton:{k}") // a's TTL ran out
+
+	_, err := c.TryLock(ctx, "k")
+	require.ErrorIs(t, err, lock.ErrNotAcquired, "the queue comes first")
+	select {
+	case ls := <-got:
+		require.NotNil(t, ls)
+		mustUnlock(t, ls)
+	case <-ctx.Done():
+		t.Fatal("the queued waiter was not handed the lock")
+	}
+	require.ErrorIs(t, held.Unlock(ctx), lock.ErrNotHeld)
+}
