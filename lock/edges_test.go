@@ -70,6 +70,27 @@ func TestFencingTokensIncreaseAcrossARestartAndALostCounter(t *testing.T) {
 			next("after a restart from an old snapshot")
 			srv.Do(t, "SET", "baton:{k}:fence", "garbage")
 			next("after the counter was garbled")
+
+			// A counter past the clock (the server's clock set back, or
+			// tokens handed out within one microsecond): one more than it.
+			const ahead = 5_000_000_000_000_000 // microseconds: the year 2128
+			srv.Do(t, "SET", "baton:{k}:fence", strconv.Itoa(ahead))
+			next("after the clock went back")
+			require.Equal(t, uint64(ahead+1), last)
+			require.Equal(t, strconv.Itoa(ahead+1), srv.Do(t, "GET", "baton:{k}:fence").Str, "the token is stored")
+			require.Positive(t, srv.Do(t, "PTTL", "baton:{k}:fence").Int, "with the retention")
+			next("after the clock went back, again")
+			require.Equal(t, uint64(ahead+2), last)
+
+			// A counter of another type is garbled too: it is
+			// overwritten, rather than fail the acquire after its SET of
+			// the lock. The counter that was ahead of the clock is lost
+			// with it, so the token is the clock's again.
+			srv.Do(t, "DEL", "baton:{k}:fence")
+			srv.Do(t, "RPUSH", "baton:{k}:fence", "x")
+			last = 0
+			next("after the counter became a list")
+			require.Equal(t, strconv.FormatUint(last, 10), srv.Do(t, "GET", "baton:{k}:fence").Str)
 		})
 	}
 }

@@ -34,12 +34,30 @@ end
 -- microsecond, so the counter never runs ahead of the clock by more than
 -- a step. A Lua number holds these integers exactly (below 2^53 until the
 -- year 2255). The token is stored with the retention as its TTL and
--- returned; a garbled counter reads as 0, so issue cannot fail.
+-- returned; a garbled counter, or a key of another type, reads as 0 and
+-- is overwritten, so issue cannot fail: it runs after the lock's SET,
+-- which a failing script would leave in place.
+--
+-- The clock is the token almost always: SET ... GET stores it and reads
+-- the last token in one call, and only a counter at or past the clock
+-- (two tokens within a microsecond, or a clock set back) costs a second
+-- SET. A server before Redis 6.2 refuses SET ... GET, as every server
+-- does for a key of another type: issue then reads the counter with GET
+-- and stores the token after.
 local function issue(fence, retention)
-	local token = (tonumber(redis.call('GET', fence)) or 0) + 1
 	local t = serverClock()
 	local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-	if now > token then token = now end
+	local clockText = string.format('%.0f', now)
+	local stored = true
+	local last = redis.pcall('SET', fence, clockText, 'PX', retention, 'GET')
+	if type(last) == 'table' and last.err then
+		last, stored = redis.pcall('GET', fence), false
+	end
+	local token = (tonumber(last) or 0) + 1
+	if now >= token then
+		if not stored then redis.call('SET', fence, clockText, 'PX', retention) end
+		return now
+	end
 	redis.call('SET', fence, string.format('%.0f', token), 'PX', retention)
 	return token
 end
