@@ -65,3 +65,40 @@ func waitForRequest(t *testing.T, srv *redistest.Server, mode, key string) {
 	}
 	redistest.Eventually(t, asked, 5*time.Second, time.Millisecond, "no request for %q", key)
 }
+
+// TestAnAcquireSentTwiceFindsItsOwnLock: the cluster client sends a batch
+// again, whole, when a command after the first is refused for now
+// (TRYAGAIN here), and the acquire script that leads a LockAndDo batch
+// then runs a second time, with the same owner and the same "first
+// attempt" arguments. Its first run took the lock: the second must find
+// it the claim's own and acquire, rather than take it for another's (a
+// fair claim would queue behind its own lock, and hold it until its next
+// renewal, and its queue entry would outlive its lease).
+func TestAnAcquireSentTwiceFindsItsOwnLock(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithCluster())
+	for _, mode := range clusterModes {
+		t.Run(mode, func(t *testing.T) {
+			key := "again-" + mode
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			l, err := lock.Open(ctx, "redis+cluster://"+srv.Addr, clusterModeOptions(mode)...)
+			require.NoError(t, err)
+			defer func() { require.NoError(t, l.Close()) }()
+			// A Lock first, so that the node has the script: the batch's
+			// first send runs it, rather than answer NOSCRIPT.
+			warm, err := l.Lock(ctx, "warm-up")
+			require.NoError(t, err)
+			require.NoError(t, warm.Unlock(ctx))
+			refusedOnce := []string{"EVAL", "if redis.call('INCR', KEYS[1]) == 1 then return redis.error_reply('TRYAGAIN for the test') end return 'ok'",
+				"1", l.Key(key) + ":n"}
+
+			ls, replies, err := l.LockAndDo(ctx, key, refusedOnce)
+			require.NoError(t, err)
+			require.Equal(t, "2", srv.Do(t, "GET", l.Key(key)+":n").Str, "the batch was sent twice")
+			require.Equal(t, "ok", replies[0].Str)
+			require.Zero(t, srv.Do(t, "ZCARD", l.Key(key)+":queue").Int, "a holder is not queued")
+			require.NoError(t, ls.Unlock(ctx))
+			require.Zero(t, srv.Do(t, "EXISTS", l.Key(key)).Int, "the lock is free after Unlock, offered to no one")
+		})
+	}
+}

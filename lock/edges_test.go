@@ -95,6 +95,54 @@ func TestFencingTokensIncreaseAcrossARestartAndALostCounter(t *testing.T) {
 	}
 }
 
+// TestAFencingCounterNoTokenCouldBeReadsAsGarbled: a counter that holds
+// something no token of baton's is (beyond an int64, not finite, negative,
+// at or past 2^53 where Lua numbers stop holding integers exactly) reads
+// as garbled: the token is the clock's and the lock is acquired. A counter
+// of 1e20 used to make a token that Redis turned into a negative integer,
+// which the fast acquire took for "held": TryLock failed with the lock set
+// to its own owner for the TTL.
+func TestAFencingCounterNoTokenCouldBeReadsAsGarbled(t *testing.T) {
+	ctx := context.Background()
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := redistest.Start(t)
+			l := open(t, srv, modeOptions(mode)...)
+			for _, counter := range []string{"1e20", "inf", "-inf", "nan", "-5", "9007199254740993"} {
+				srv.Do(t, "SET", "baton:{k}:fence", counter)
+				before := uint64(time.Now().Add(-time.Minute).UnixMicro())
+				ls, err := l.TryLock(ctx, "k")
+				require.NoError(t, err, counter)
+				require.Greater(t, ls.Token(), before, "%s: the clock's token", counter)
+				mustUnlock(t, ls)
+			}
+		})
+	}
+}
+
+// TestAFairWaiterOnACounterOfAnotherTypeWaits: a fair attempt that does
+// not acquire reports the last token, after it queued its caller; a
+// counter of another type there used to fail the Lock after it had
+// queued, with an error that said nothing of writes, and its queue entry
+// stayed for the holder's release to offer the lock to. It reads as 0
+// now: the waiter waits, and leaves the queue when its context ends.
+func TestAFairWaiterOnACounterOfAnotherTypeWaits(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := open(t, srv, lock.WithFair()), open(t, srv, lock.WithFair())
+	ctx := context.Background()
+	held := mustLock(t, a, "k")
+	srv.Do(t, "DEL", "baton:{k}:fence")
+	srv.Do(t, "RPUSH", "baton:{k}:fence", "x")
+
+	wctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+	defer cancel()
+	_, err := b.Lock(wctx, "k")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	redistest.Eventually(t, func() bool { return srv.Do(t, "ZCARD", "baton:{k}:queue").Int == 0 }, 5*time.Second, time.Millisecond)
+	mustUnlock(t, held)
+	require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}").Int, "the released lock is offered to no one")
+}
+
 func TestEveryKeyHasATTL(t *testing.T) {
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {

@@ -59,23 +59,24 @@ end
 local lock, fence, queue, waiters, seq, wanted = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local owner, ttl, waiterID, channel, queueLease, join, retention, window, queued, publish =
 	ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6] == '1', ARGV[7], ARGV[8], ARGV[9] == '1', ARGV[10]
--- holder is the lock's owner token, or false if it is free; for a claim
--- that never queued, and so cannot have been offered the lock, true if
--- it is another's. Such a claim takes a free lock with nobody queued at
--- the cost of SET NX and a look at the queue, where GET, ZRANGE and SET
--- took three calls; one that finds the lock taken has spent SET NX where
--- it spent GET. A lock free while others are queued (their holder's TTL
--- ran out before any of them renewed) is given back before the script
--- ends, so that no client finds it held, and the claim goes behind them.
+-- holder is the lock's owner token, or false if it is free. A claim that
+-- never queued, and so cannot have been offered the lock, takes a free
+-- lock with nobody queued at the cost of SET NX and a look at the queue,
+-- where GET, ZRANGE and SET took three calls. A lock free while others are
+-- queued (their holder's TTL ran out before any of them renewed) is given
+-- back before the script ends, so that no client finds it held, and the
+-- claim goes behind them. When SET NX fails the holder is read all the
+-- same: it may be the claim's own, taken by this very attempt, which the
+-- cluster client sent again because a command after it in the same batch
+-- was refused.
 local holder
-if queued then
+if queued or not redis.call('SET', lock, owner, 'NX', 'PX', ttl) then
 	holder = redis.call('GET', lock)
-elseif redis.call('SET', lock, owner, 'NX', 'PX', ttl) then
-	if redis.call('EXISTS', queue) == 0 then return issue(fence, retention) end
+elseif redis.call('EXISTS', queue) == 0 then
+	return issue(fence, retention)
+else
 	redis.call('DEL', lock)
 	holder = false
-else
-	holder = true
 end
 local offered = holder == owner
 if not holder then
@@ -102,7 +103,7 @@ if join then
 	redis.call('PEXPIRE', waiters, queueLease)
 	redis.call('PEXPIRE', seq, queueLease)
 end
-return {0, redis.call('PTTL', lock), tonumber(redis.call('GET', fence)) or 0}
+return {0, redis.call('PTTL', lock), counterOf(redis.pcall('GET', fence))}
 
 --- release
 -- If owner holds the lock, offers it to the next live waiter, or deletes

@@ -70,14 +70,13 @@ end
 -- allocation.
 local lock, fence, wanted = KEYS[1], KEYS[2], KEYS[3]
 local owner, ttl, ask, asker, retention, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
-if ask == '0' then
-	-- A claim that never asked holds no request and cannot have been
-	-- handed the lock: the lock is free, or another's. One SET NX says
-	-- which, where GET and SET took two calls.
-	if redis.call('SET', lock, owner, 'NX', 'PX', ttl) then return issue(fence, retention) end
-	local left = redis.call('PTTL', lock)
-	if left < 0 then return 0 end
-	return -1 - left
+-- A claim that never asked holds no request and cannot have been handed
+-- the lock: one SET NX takes a free lock, where GET and SET took two
+-- calls. When it fails the holder is read all the same: it may be the
+-- claim's own, taken by this very attempt, which the cluster client sent
+-- again because a command after it in the same batch was refused.
+if ask == '0' and redis.call('SET', lock, owner, 'NX', 'PX', ttl) then
+	return issue(fence, retention)
 end
 local holder = redis.call('GET', lock)
 if holder and holder ~= owner then

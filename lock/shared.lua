@@ -26,6 +26,18 @@ local function nowMs()
 	return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 
+-- counterOf is the value of a fencing counter read from Redis, or 0 for
+-- anything no token of baton's is: garbled, an error (a key of another
+-- type), negative, not finite, or at or past 2^53, where Lua numbers stop
+-- holding integers exactly (which the clock reaches in the year 2255).
+-- Without this a counter of 1e20 would make a token that Redis turns into
+-- a negative integer.
+local function counterOf(v)
+	local n = tonumber(v)
+	if not n or n ~= n or n < 0 or n >= 9007199254740992 then return 0 end
+	return math.floor(n)
+end
+
 -- issue hands out the next fencing token: one more than the last one (at
 -- fence), and never less than the server's clock in microseconds since
 -- the epoch. The clock is what keeps tokens increasing when the counter is
@@ -53,7 +65,7 @@ local function issue(fence, retention)
 	if type(last) == 'table' and last.err then
 		last, stored = redis.pcall('GET', fence), false
 	end
-	local token = (tonumber(last) or 0) + 1
+	local token = counterOf(last) + 1
 	if now >= token then
 		if not stored then redis.call('SET', fence, clockText, 'PX', retention) end
 		return now
