@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )
@@ -218,6 +219,25 @@ func (c *claim) listen(ctx context.Context, subscribe func(*subscriber.Subscribe
 		}
 	}
 	return err
+}
+
+// notRun reports whether an error reply to the early attempt, which goes
+// straight to a connection, says the script did not run and can be sent
+// again: it is not loaded there, or, on a cluster, its slot has moved
+// (MOVED), is moving (ASK), or the cluster cannot serve it now (see
+// cluster.RefusedForNow), which the cluster client waits out.
+func notRun(err error) bool {
+	return errors.Is(err, resp.NoScript) || errors.Is(err, resp.Moved) || errors.Is(err, resp.Ask) || cluster.RefusedForNow(err)
+}
+
+// acquireMayHaveWritten reports whether an acquire that failed with err
+// may have left writes behind, which the claim must undo: the script may
+// still run (mayHaveRun), or it ran and raised partway, an error reply
+// other than those that say it did not run (notRun). Redis keeps a
+// script's writes up to the error, and an acquire's first write is the
+// lock.
+func acquireMayHaveWritten(err error) bool {
+	return mayHaveRun(err) || (isErrorReply(err) && !notRun(err))
 }
 
 // mayHaveRun reports whether a failed call may still have run on the

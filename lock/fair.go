@@ -136,7 +136,7 @@ func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]stri
 // token > 0, or {0, PTTL, last token >= 0}.
 func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAfter uint64) (attempt, error) {
 	if err != nil {
-		if mayHaveRun(err) {
+		if acquireMayHaveWritten(err) {
 			c.releaseInBackground()
 		}
 		return attempt{}, c.errorf("acquire", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/resp"
 )
 
 func queueLen(t *testing.T, srv *redistest.Server, key string) int64 {
@@ -227,4 +228,35 @@ func TestAFreeLockWithWaitersQueuedGoesToThemFirst(t *testing.T) {
 		t.Fatal("the queued waiter was not handed the lock")
 	}
 	require.ErrorIs(t, held.Unlock(ctx), lock.ErrNotHeld)
+}
+
+// TestAFairAcquireThatRaisesAfterTakingTheLockLetsItGo: Redis keeps a
+// script's writes up to an error. A queued claim that takes a free lock
+// then takes itself out of the queue; with the waiters' hash garbled (a
+// key of another type) that raises after the lock's SET, and the Lock
+// fails. The lock must not stay held, for its TTL, by a call that
+// returned an error: the claim releases it in the background.
+func TestAFairAcquireThatRaisesAfterTakingTheLockLetsItGo(t *testing.T) {
+	srv := redistest.Start(t)
+	opts := []lock.Option{lock.WithFair(), lock.WithQueueLease(300 * time.Millisecond)}
+	a, b := open(t, srv, opts...), open(t, srv, opts...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	held := mustLock(t, a, "k")
+	errs := make(chan error, 1)
+	go func() {
+		ls, err := b.Lock(ctx, "k")
+		if err == nil {
+			_ = ls.Unlock(ctx)
+		}
+		errs <- err
+	}()
+	redistest.Eventually(t, func() bool { return queueLen(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	srv.Do(t, "SET", "baton:{k}:waiters", "garbage")
+	mustUnlock(t, held) // its offer to b fails on the hash, and it deletes the lock
+
+	// b's next renewal finds the lock free, takes it, and raises on the
+	// hash while taking itself out of the queue.
+	require.ErrorIs(t, <-errs, resp.WrongType)
+	redistest.Eventually(t, func() bool { return srv.Do(t, "EXISTS", "baton:{k}").Int == 0 }, 2*time.Second, time.Millisecond)
 }

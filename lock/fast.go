@@ -6,14 +6,12 @@ package lock
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/batonlock/baton/conn"
-	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )
@@ -310,7 +308,7 @@ func (c *claim) awaitFast(ctx context.Context, s sentAttempt) (attempt, error) {
 // start: a fencing token, or how long the holder has left.
 func (c *claim) acquiredFast(start time.Time, v resp.Value, err error) (attempt, error) {
 	if err != nil {
-		if mayHaveRun(err) {
+		if acquireMayHaveWritten(err) {
 			// The script may have taken the lock for an owner who has
 			// gone: undo it, after it on the same connection.
 			c.withdrawInBackground()
@@ -362,15 +360,6 @@ func (c *claim) withdrawInBackground() {
 			c.l.untilAcknowledged(ctx, withdraw)
 		}
 	})
-}
-
-// notRun reports whether an error reply to the early attempt, which goes
-// straight to a connection, says the script did not run and can be sent
-// again: it is not loaded there, or, on a cluster, its slot has moved
-// (MOVED), is moving (ASK), or the cluster cannot serve it now (see
-// cluster.RefusedForNow), which the cluster client waits out.
-func notRun(err error) bool {
-	return errors.Is(err, resp.NoScript) || errors.Is(err, resp.Moved) || errors.Is(err, resp.Ask) || cluster.RefusedForNow(err)
 }
 
 // earlyAttempt lets the subscriber's reader send a waiter's next acquire
