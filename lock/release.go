@@ -178,10 +178,7 @@ func (c *claim) sendRelease(ctx context.Context, w *Write, style releaseStyle) (
 	if w == nil {
 		return c.sendPlainRelease(ctx, style)
 	}
-	sc := c.fastCommit(w)
-	if c.l.opts.Fair {
-		sc = c.fairCommit(w)
-	}
+	sc := c.commitCall(w)
 	sc.lead = pingFirst
 	return c.l.runAcked(ctx, c.cmd, sc, nil)
 }

@@ -59,18 +59,15 @@ end
 local function issue(fence, retention)
 	local t = serverClock()
 	local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-	local clockText = string.format('%.0f', now)
-	local stored = true
-	local last = redis.pcall('SET', fence, clockText, 'PX', retention, 'GET')
+	local stored = true -- the clock, by SET ... GET
+	local last = redis.pcall('SET', fence, string.format('%.0f', now), 'PX', retention, 'GET')
 	if type(last) == 'table' and last.err then
 		last, stored = redis.pcall('GET', fence), false
 	end
-	local token = counterOf(last) + 1
-	if now >= token then
-		if not stored then redis.call('SET', fence, clockText, 'PX', retention) end
-		return now
+	local token = math.max(now, counterOf(last) + 1)
+	if token ~= now or not stored then
+		redis.call('SET', fence, string.format('%.0f', token), 'PX', retention)
 	end
-	redis.call('SET', fence, string.format('%.0f', token), 'PX', retention)
 	return token
 end
 

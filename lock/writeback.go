@@ -104,11 +104,7 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	defer ls.giveTurn()
 	start := time.Now()
 	l := c.l
-	sc := c.fastCommit(&w)
-	if l.opts.Fair {
-		sc = c.fairCommit(&w)
-	}
-	r, err := l.runAcked(ctx, c.cmd, sc, nil)
+	r, err := l.runAcked(ctx, c.cmd, c.commitCall(&w), nil)
 	if err != nil {
 		if mayHaveRun(err) {
 			// It may have extended the lock, as an Extend would.
@@ -147,6 +143,15 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	// Written and extended; if the lease ran out meanwhile, the release
 	// sent then follows on the same connection, and the write stands.
 	return ls.extendTo(start, l.opts.TTL), nil
+}
+
+// commitCall is the commit script's call for the claim's write-back w, in
+// the Locker's mode.
+func (c *claim) commitCall(w *Write) scriptCall {
+	if c.l.opts.Fair {
+		return c.fairCommit(w)
+	}
+	return c.fastCommit(w)
 }
 
 // commitArgs are the commit scripts' ARGV for w.
