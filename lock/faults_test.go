@@ -325,3 +325,42 @@ func TestAReleaseOnAStalledServerIsBoundedAndUncertain(t *testing.T) {
 		})
 	}
 }
+
+// TestAWriteBackRefusedWhenSentAgainStillReleases: a write-back that
+// unlocks, whose connection breaks with it in flight, is sent again; when
+// the server refuses that (out of memory here), the first attempt may or
+// may not have run. If it did not, the lock is still the lease's, and a
+// release without the write must follow, as it does after a refusal at
+// the only attempt: otherwise the lock stays held for its TTL by a lease
+// that has ended. The randomized checker found this, with a function
+// that put the server out of memory and a connection killed under the
+// write-back. The error stays uncertain: the write may have landed.
+func TestAWriteBackRefusedWhenSentAgainStillReleases(t *testing.T) {
+	srv := redistest.Start(t)
+	var commits, releases atomic.Int32
+	l := onFake(t, srv, func(_ int32, cmd []string) string {
+		switch {
+		case cmd[2] == fastAcquireKeys && len(cmd) == 3+3+6:
+			return ":1764000000000000\r\n"
+		case cmd[2] == fastAcquireKeys: // the commit: lock, state, wanted
+			if commits.Add(1) == 1 {
+				return "" // the connection dies with the write-back in flight
+			}
+			return "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
+		case cmd[2] == fastReleaseKeys:
+			releases.Add(1)
+			return ":1\r\n"
+		}
+		return ":1\r\n"
+	})
+	ctx := context.Background()
+	ls, err := l.TryLock(ctx, "k")
+	require.NoError(t, err)
+	held, err := ls.Commit(ctx, lock.Write{Key: l.Key("k") + ":state", Value: "v", TTL: time.Minute, Unlock: true})
+	require.False(t, held)
+	var uncertain *conn.UncertainError
+	require.ErrorAs(t, err, &uncertain, "the first attempt may have written")
+	require.ErrorIs(t, err, resp.OOM, "the refusal is in the error")
+	require.Equal(t, int32(2), commits.Load(), "the write-back was sent again")
+	require.Equal(t, int32(1), releases.Load(), "then the lock was released without the write")
+}

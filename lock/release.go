@@ -101,10 +101,11 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, styl
 	}
 	err = stillUncertain(ctx, v, err)
 	short := v.result.short
-	if w != nil && err != nil && v.firstUncertain == nil && isErrorReply(err) {
-		// Refused at its only attempt: nothing was written. (After an
-		// uncertain first attempt, which may have written, the error
-		// stays uncertain.)
+	if w != nil && err != nil && isErrorReply(err) {
+		// Refused: at its only attempt, which then wrote nothing, or when
+		// sent again after an uncertain first attempt, which may have
+		// (and the error stays uncertain). Either way the lock may still
+		// be this owner's.
 		return c.refusedWriteBack(ctx, err, style)
 	}
 	if err != nil {
@@ -158,16 +159,23 @@ func isErrorReply(err error) bool {
 // commit scripts write the state before anything else, so a script that
 // failed wrote nothing and left the lock as it was, held by this owner.
 // Left so, the lock would stay held for its TTL by a lease that has
-// ended. The error says that nothing was written.
+// ended. The error says that nothing was written, unless refused is
+// uncertain: the refusal came when the write-back was sent again, after
+// a first attempt whose outcome is unknown, which may have written (and
+// released, in which case the release here finds the lock not held).
 func (c *claim) refusedWriteBack(ctx context.Context, refused error, style releaseStyle) error {
+	what := "write-back refused, nothing written"
+	if errors.As(refused, new(*conn.UncertainError)) {
+		what = "write-back refused when sent again, after a first attempt that may have written"
+	}
 	err := c.releaseNow(ctx, time.Time{}, nil, style)
 	switch {
 	case err == nil:
-		return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written, lock released: %w", refused))
+		return c.errorf("unlock", fmt.Errorf("%s, lock released: %w", what, refused))
 	case errors.Is(err, ErrNotHeld):
-		return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written; the lock was not held by then: %w", refused))
+		return c.errorf("unlock", fmt.Errorf("%s; the lock was not held by then: %w", what, refused))
 	}
-	return c.errorf("unlock", fmt.Errorf("write-back refused, nothing written: %w; then releasing: %w", refused, err))
+	return c.errorf("unlock", fmt.Errorf("%s: %w; then releasing: %w", what, refused, err))
 }
 
 // sendRelease sends the release once, in the style asked for, or the
