@@ -16,7 +16,6 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/cluster"
-	"github.com/batonlock/baton/internal/cmdstats"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
@@ -225,9 +224,7 @@ func TestFairWaitersAcquireInArrivalOrderOnACluster(t *testing.T) {
 // scripts' calls included.
 func callsOf(t *testing.T, srv *redistest.Server, cmd string) int64 {
 	t.Helper()
-	stats, err := cmdstats.Parse(srv.Do(t, "INFO", "commandstats").Str)
-	require.NoError(t, err)
-	return stats[cmd].Calls
+	return commandStats(t, srv)[cmd].Calls
 }
 
 // TestHandOffsOnAClusterStayOnTheLocksNode: on a cluster of Redis 7
