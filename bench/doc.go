@@ -10,7 +10,8 @@
 //
 // Six scenarios, chosen with --scenarios: 1, uncontended Lock+Unlock,
 // and a read-modify-write under the lock, with baton's manager beside
-// the locks; 2, throughput of 64 goroutines on 64 keys through one
+// the locks and, as its yardstick, the bytes of one Modify replayed on a
+// bare socket; 2, throughput of 64 goroutines on 64 keys through one
 // instance; 3, hand-off between 8 instances on one key, where the floor
 // is 8 bare sockets taking turns in arrival order (--slow-steps reports
 // its slow steps as they happen); 4, a remote

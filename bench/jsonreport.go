@@ -14,7 +14,8 @@ import (
 //
 // A row is an object with "impl", the implementation's id as --impls
 // takes it ("baton-fast+manager" and "baton-fair+manager" for the
-// manager's read-modify-write rows), and the scenario's figures, each the
+// manager's read-modify-write rows, and "...+manager-replay" for the
+// replay of each manager's Modify), and the scenario's figures, each the
 // median over rounds as in the markdown tables:
 //
 //   - "uncontended" and "read-modify-write": p50_us, p99_us,
@@ -32,7 +33,8 @@ import (
 // Where the baseline (baton fast) ran, "ratios" holds the median of the
 // per-round ratios to it, keyed by the figure's name (for the remote
 // waiter, "wait_us": the per-trial ratios of the wait): the figure to
-// compare across runs on a noisy machine.
+// compare across runs on a noisy machine. A manager row's
+// "replay_ratios" holds its ratios to its replay's row, the same way.
 type jsonReport struct {
 	Command string       `json:"command"`
 	Date    string       `json:"date"`

@@ -63,7 +63,8 @@ func TestTheJSONReportsShape(t *testing.T) {
 	}{
 		{"uncontended", everyImpl, []string{"p50_us", "p99_us", "cpu_us_per_op", "server_cpu_us_per_op", "cmds_per_op"},
 			[]string{"p50_us", "p99_us", "cpu_us_per_op", "server_cpu_us_per_op"}},
-		{"read-modify-write", []string{"baton-fast", "baton-fast+manager", "baton-fair", "baton-fair+manager", "redislock", "floor"},
+		{"read-modify-write", []string{"baton-fast", "baton-fast+manager", "baton-fast+manager-replay", "baton-fair", "baton-fair+manager",
+			"baton-fair+manager-replay", "redislock", "floor"},
 			[]string{"p50_us", "p99_us", "cpu_us_per_op", "server_cpu_us_per_op", "cmds_per_op"},
 			[]string{"p50_us", "p99_us", "cpu_us_per_op", "server_cpu_us_per_op"}},
 		{"throughput", everyImpl, []string{"ops_per_s", "stalled"}, []string{"ops_per_s"}},
@@ -93,6 +94,16 @@ func TestTheJSONReportsShape(t *testing.T) {
 					for name, r := range ratios {
 						require.InDelta(t, 1, r, 1e-9, "%s: baton fast's %s to itself", w.scenario, name)
 					}
+				}
+			}
+			if strings.HasSuffix(impl, "+manager") {
+				// A manager row has its ratios to its replay too.
+				keys = append(keys, "replay_ratios")
+				var ratios map[string]float64
+				require.NoError(t, json.Unmarshal(row["replay_ratios"], &ratios), impl)
+				require.ElementsMatch(t, w.ratios, slices.Collect(maps.Keys(ratios)), impl)
+				for name, r := range ratios {
+					require.Positive(t, r, "%s: %s to its replay", impl, name)
 				}
 			}
 			require.ElementsMatch(t, keys, slices.Collect(maps.Keys(row)), "%s %s", w.scenario, impl)

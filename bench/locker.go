@@ -31,6 +31,10 @@ type impl struct {
 	// manager is set on baton's modes, whose read-modify-write also has
 	// a row through baton's manager.
 	manager bool
+	// replay, set on baton's modes, records one uncontended Modify of
+	// the mode's manager on a key and opens its replay on a bare socket:
+	// the yardstick of the manager's row.
+	replay func(ctx context.Context, addr, key string) (modifier, error)
 }
 
 // lockTTL is the expiry every lock is taken with. It is far above any
@@ -45,8 +49,8 @@ const baseline = "baton fast"
 // report's rows.
 func impls() []impl {
 	return []impl{
-		{id: "baton-fast", name: baseline, open: openBaton(false), manager: true},
-		{id: "baton-fair", name: "baton fair", open: openBaton(true), manager: true},
+		{id: "baton-fast", name: baseline, open: openBaton(false), manager: true, replay: openModifyReplay(false)},
+		{id: "baton-fair", name: "baton fair", open: openBaton(true), manager: true, replay: openModifyReplay(true)},
 		{id: "rueidislock", name: "rueidislock", open: openRueidisLock},
 		{id: "redsync", name: "redsync", open: openRedsync},
 		{id: "redislock", name: "bsm/redislock", open: openRedisLock},

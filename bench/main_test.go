@@ -129,6 +129,7 @@ func TestOneTinyRun(t *testing.T) {
 	for _, im := range impls() {
 		if im.manager {
 			require.Contains(t, out, "| "+im.name+" + manager | ", out)
+			require.Contains(t, out, "| "+im.name+" + manager, replayed | ", out)
 		}
 	}
 	for _, f := range []string{"uncontended", "modify", "handoff-waits", "passed-over", "waiter-wait"} {

@@ -86,7 +86,8 @@ func (r modifyRow) ident() string { return r.id }
 func (r modifyRow) close() error  { return r.m.Close() }
 
 // openModifiers opens a row per implementation of all, and after each of
-// baton's a row with its manager. On error it closes those it opened.
+// baton's a row with its manager and one with the replay of its Modify's
+// bytes. On error it closes those it opened.
 func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []modifyRow, err error) {
 	var out []modifyRow
 	defer func() {
@@ -94,8 +95,9 @@ func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []mo
 			err = errors.Join(err, closeEach(out))
 		}
 	}()
+	nextKey := func() string { return prefix + "m" + strconv.Itoa(len(out)) }
 	add := func(id, name string, m modifier) error {
-		row := modifyRow{id: id, name: name, m: m, key: prefix + "m" + strconv.Itoa(len(out))}
+		row := modifyRow{id: id, name: name, m: m, key: nextKey()}
 		out = append(out, row)
 		for range warmupOps {
 			if err := m.Modify(ctx, row.key); err != nil {
@@ -132,6 +134,15 @@ func openModifiers(ctx context.Context, addr, prefix string, all []impl) (_ []mo
 				return nil, errors.Join(fmt.Errorf("%s: a manager row needs baton's lock, not %T", im.name, l), l.Close())
 			}
 			if err := add(im.id+"+manager", im.name+" + manager", managerModifier{b: b, m: manager.New[counter](b.l)}); err != nil {
+				return nil, err
+			}
+		}
+		if im.replay != nil {
+			r, err := im.replay(ctx, addr, nextKey())
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", im.name, err)
+			}
+			if err := add(im.id+"+manager"+replayIdent, im.name+" + manager, replayed", r); err != nil {
 				return nil, err
 			}
 		}

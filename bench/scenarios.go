@@ -144,8 +144,18 @@ func runModifyScenario(ctx context.Context, c config, addr, prefix string, insts
 	base := baselineIndex(names)
 	p.uncontended("modify", "Uncontended read-modify-write latency", names, samples)
 	summary := summarize(names, samples, base)
-	c.json.addScenario("read-modify-write", uncontendedRows(idsOf(rows), summary, base))
-	return writeUncontendedTable(stdout, modifyIntro, summary, c.rounds, c.ops)
+	jsonRows := uncontendedRows(idsOf(rows), summary, base)
+	if err := writeUncontendedTable(stdout, modifyIntro, summary, c.rounds, c.ops); err != nil {
+		return err
+	}
+	replays := replayRatios(idsOf(rows), names, samples)
+	for _, r := range replays {
+		jsonRows[r.modify]["replay_ratios"] = map[string]float64{
+			"p50_us": r.ratios.p50Ratio, "p99_us": r.ratios.p99Ratio, "cpu_us_per_op": r.ratios.cpuRatio, "server_cpu_us_per_op": r.ratios.srvRatio,
+		}
+	}
+	c.json.addScenario("read-modify-write", jsonRows)
+	return writeReplayRatios(stdout, names, replays)
 }
 
 // runHandoffScenario runs scenario 3, and writes scenario 5's breakdown
