@@ -67,8 +67,8 @@ bench:
 # minutes on 2 vCPUs; fewer with ARGS="--rounds 5 --scenarios 1,3,4"),
 # or against the server ARGS name, for example ARGS="--addr
 # 127.0.0.1:6379 --scenarios 1,2,3,4,5". docs/BENCHMARKS.md was made with
-# ARGS="--pin --plots ../docs/bench". Its tests, which `test` does not
-# run, are `cd bench && go test -race ./...`.
+# ARGS="--pin --plots ../docs/bench"; ARGS="--json" prints the report as
+# one JSON document. `test` runs its tests too.
 bench-peers:
 	cd bench && $(GO) run . $(ARGS)
 
