@@ -56,10 +56,11 @@ func (s *Subscriber) onPush(v resp.Value) {
 }
 
 // onDirected wakes the directed waiter a message names: "<id>" or
-// "<id> <message>". A directed waiter on a shard channel hears only the
-// messages on its own channel.
+// "<id> <text>", the text handed to the waiter's OnMessage first. A
+// directed waiter on a shard channel hears only the messages on its own
+// channel.
 func (s *Subscriber) onDirected(channel, payload string) {
-	idText, _, _ := strings.Cut(payload, " ") // text after the ID is for the waiter's owner, not used here
+	idText, text, _ := strings.Cut(payload, " ")
 	id, err := strconv.ParseUint(idText, 10, 64)
 	if err != nil {
 		return // not ours to understand
@@ -69,6 +70,9 @@ func (s *Subscriber) onDirected(channel, payload string) {
 	w := s.directed[id]
 	if w == nil || (channel != s.channel && w.key != channel) {
 		return
+	}
+	if w.onMessage != nil {
+		w.onMessage(text)
 	}
 	w.signal()
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -306,4 +307,51 @@ func TestOnReleaseMayCloseItsWaiter(t *testing.T) {
 		t.Fatal("hook not called")
 	}
 	require.False(t, woken(first))
+}
+
+// A directed waiter's OnMessage is given the text after its ID, before
+// the message wakes it: on the process's channel and on a shard channel.
+// A message naming another waiter gives it nothing.
+func TestOnMessageHasTheTextBeforeTheWakeUp(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv)
+	for _, c := range []struct{ name, shardPrefix, publish string }{
+		{"process channel", "", "PUBLISH"},
+		{"shard channel", "{a}:to:", "SPUBLISH"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var texts []string
+			topic := subscriber.Topic{Directed: true, OnMessage: func(text string) {
+				mu.Lock()
+				defer mu.Unlock()
+				texts = append(texts, text)
+			}}
+			if c.shardPrefix != "" {
+				topic.Channel, topic.Shard = c.shardPrefix, true
+			}
+			w, err := s.Watch(context.Background(), topic)
+			require.NoError(t, err)
+			defer w.Close()
+			other := directed(t, s, c.shardPrefix)
+
+			srv.Do(t, c.publish, channelOf(w), idOf(other)+" not for w")
+			srv.Do(t, c.publish, channelOf(w), idOf(w)+" 1764000000000000 10000")
+			requireWoken(t, w)
+			srv.Do(t, c.publish, channelOf(w), idOf(w))
+			requireWoken(t, w)
+			mu.Lock()
+			defer mu.Unlock()
+			require.Equal(t, []string{"1764000000000000 10000", ""}, texts)
+		})
+	}
+}
+
+func TestOnMessageIsForADirectedWaiter(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv)
+	_, err := s.Watch(context.Background(), subscriber.Topic{Key: "k", OnMessage: func(string) {}})
+	require.Error(t, err)
+	_, err = s.Watch(context.Background(), subscriber.Topic{Channel: "c", OnMessage: func(string) {}})
+	require.Error(t, err)
 }

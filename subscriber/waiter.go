@@ -25,6 +25,9 @@ type Waiter struct {
 	ready    chan struct{} // closed when the subscription is confirmed or failed
 	// onRelease is Topic.OnRelease; onPush reads it under s.mu.
 	onRelease func()
+	// onMessage is Topic.OnMessage, set under s.mu when the waiter is
+	// made; onDirected calls it under s.mu.
+	onMessage func(text string)
 
 	err       error // guarded by s.mu until ready is closed, then read-only
 	confirmed bool  // guarded by s.mu
@@ -67,7 +70,7 @@ type Topic struct {
 
 	// Directed makes a waiter that only a message naming it wakes: the
 	// message is its ID in decimal, optionally followed by a space and
-	// text; [Waiter.Address] says where to publish it. Without Channel,
+	// text (see OnMessage); [Waiter.Address] says where to publish it. Without Channel,
 	// the messages come on the process's own channel, subscribed for the
 	// Subscriber's whole life, so Watch returns at once. With Shard and a
 	// Channel, they come on the shard channel named Channel followed by
@@ -76,6 +79,13 @@ type Topic struct {
 	// the messages on the key's node. The directed waiters of one such
 	// channel share its subscription.
 	Directed bool
+	// OnMessage, with Directed, is called with the text that follows the
+	// ID in each message that names the waiter ("" for none), right
+	// before the message wakes it: the waiter finds the text stored when
+	// it wakes. It runs on the connection's reader goroutine, with the
+	// Subscriber's lock held, and must not block or call the Subscriber
+	// or the Waiter.
+	OnMessage func(text string)
 }
 
 // Watch registers a waiter for topic and returns once the server has
@@ -91,26 +101,28 @@ func (s *Subscriber) Watch(ctx context.Context, topic Topic) (*Waiter, error) {
 	switch {
 	case topic.OnRelease != nil && topic.Key == "":
 		err = errors.New("OnRelease is for a Key")
+	case topic.OnMessage != nil && !topic.Directed:
+		err = errors.New("OnMessage is for a directed waiter")
 	case topic.Key != "" && (topic.Channel != "" || topic.Shard || topic.Directed):
 		err = errors.New("a topic is a Key or a Channel, not both")
 	case topic.Key != "" && !s.keyspaceEvents:
 		return nil, fmt.Errorf("%w: the Subscriber was made WithoutKeyspaceEvents", ErrKeyspaceEvents)
 	case topic.Key != "":
-		w, err = s.watch(ctx, s.keyspacePrefix+topic.Key, topic.OnRelease, nil)
+		w, err = s.watch(ctx, s.keyspacePrefix+topic.Key, nil, hooks{onRelease: topic.OnRelease})
 	case topic.Directed && topic.Channel == "" && !topic.Shard:
-		return s.directedOnProcessChannel()
+		return s.directedOnProcessChannel(topic.OnMessage)
 	case topic.Directed && topic.Channel != "" && topic.Shard:
 		kind := shardDirected
-		w, err = s.watch(ctx, topic.Channel+s.channel, nil, &kind)
+		w, err = s.watch(ctx, topic.Channel+s.channel, &kind, hooks{onMessage: topic.OnMessage})
 	case topic.Directed:
 		err = errors.New("a directed waiter takes a Channel only as a shard channel")
 	case topic.Channel == "":
 		err = errors.New("a topic needs a Key, a Channel or Directed")
 	case topic.Shard:
 		kind := shardWakeNext
-		w, err = s.watch(ctx, topic.Channel, nil, &kind)
+		w, err = s.watch(ctx, topic.Channel, &kind, hooks{})
 	default:
-		w, err = s.watch(ctx, topic.Channel, nil, nil)
+		w, err = s.watch(ctx, topic.Channel, nil, hooks{})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("subscriber: watching %s: %w", topic.describe(), err)
@@ -133,10 +145,16 @@ func (t Topic) describe() string {
 	return fmt.Sprintf("channel %q", t.Channel)
 }
 
+// hooks are a waiter's Topic.OnRelease and Topic.OnMessage.
+type hooks struct {
+	onRelease func()
+	onMessage func(text string)
+}
+
 // watch registers a waiter on the channel key: a plain channel when shard
 // is nil, else a shard channel of that kind, whose directed waiters are
 // woken by messages with their ID alone.
-func (s *Subscriber) watch(ctx context.Context, key string, onRelease func(), shard *shardKind) (*Waiter, error) {
+func (s *Subscriber) watch(ctx context.Context, key string, shard *shardKind, h hooks) (*Waiter, error) {
 	s.mu.Lock()
 	if s.closed {
 		s.mu.Unlock()
@@ -147,7 +165,7 @@ func (s *Subscriber) watch(ctx context.Context, key string, onRelease func(), sh
 		return nil, err
 	}
 	w := s.newWaiterLocked(key, awaitingConfirmation)
-	w.onRelease = onRelease
+	w.onRelease, w.onMessage = h.onRelease, h.onMessage
 	if shard != nil && *shard == shardDirected {
 		w.directed = true
 		s.directed[w.id] = w
@@ -217,14 +235,14 @@ func (s *Subscriber) Hears(key string) bool {
 
 // directedOnProcessChannel registers a directed waiter on the process's
 // channel, which is subscribed for the Subscriber's whole life.
-func (s *Subscriber) directedOnProcessChannel() (*Waiter, error) {
+func (s *Subscriber) directedOnProcessChannel(onMessage func(string)) (*Waiter, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
 		return nil, errClosed
 	}
 	w := s.newWaiterLocked("", subscribedAlready)
-	w.directed = true
+	w.directed, w.onMessage = true, onMessage
 	s.directed[w.id] = w
 	return w, nil
 }
