@@ -107,9 +107,12 @@ type claim struct {
 	// asker is "<waiter-id> <channel>" where a hand-off reaches this
 	// claim's waiter; set by a fast-mode Lock before it first asks.
 	asker string
-	// asked is set once a fast-mode attempt of the claim has asked; only
-	// the goroutine of its Lock uses it.
-	asked bool
+	// asked is set once a fast-mode attempt of the claim has asked, and
+	// firstAsk just before that attempt was sent: every request of the
+	// claim was put on the list after it. Only the goroutine of its Lock
+	// uses them.
+	asked    bool
+	firstAsk time.Time
 	// queued is set once a fair attempt may have queued the claim; only
 	// the goroutine of its Lock or TryLock uses it.
 	queued bool
@@ -186,9 +189,10 @@ func (c *claim) stopReason(err error) error {
 
 // directedWaiter registers a waiter for hand-offs on sub: under shard
 // channels on one of the lock's own, in its slot (<lock>:to:<process
-// channel>), else on the process's channel.
-func (c *claim) directedWaiter(ctx context.Context, sub *subscriber.Subscriber) (*subscriber.Waiter, error) {
-	topic := subscriber.Topic{Directed: true}
+// channel>), else on the process's channel. onMessage, unless nil, is
+// given the text of each hand-off's message before it wakes the waiter.
+func (c *claim) directedWaiter(ctx context.Context, sub *subscriber.Subscriber, onMessage func(string)) (*subscriber.Waiter, error) {
+	topic := subscriber.Topic{Directed: true, OnMessage: onMessage}
 	if c.l.sharded {
 		topic.Channel, topic.Shard = c.names.lock+":to:", true
 	}

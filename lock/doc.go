@@ -61,9 +61,12 @@
 // hands the lock to the first request in the same script, and wakes that
 // waiter alone. The releaser cannot take the lock back, whatever the
 // server's write order, and under contention each release wakes one
-// waiter, not all. A lock handed to a waiter is reserved for it for the
-// hand-off window, 500ms (or the TTL if shorter), until it confirms; a
-// waiter whose process is gone is skipped at once.
+// waiter, not all. The release sets the lock to the waiter's owner token
+// with the releaser's TTL, issues its fencing token and sends both to the
+// waiter, which holds its lease from that message, counted from when it
+// asked, with no round trip of its own. A waiter whose process is gone is
+// skipped at once; one that stalls holds the lock as a stalled holder
+// does, up to that TTL.
 //
 // Waiters that have not asked yet, and waiters whose request has not been
 // served within a hand-off window, hear of a release through keyspace
@@ -178,7 +181,8 @@
 //     gone, can repeat tokens.
 //   - Dead waiters do not stall a lock: a waiter whose process died is
 //     skipped by the release itself; one that stalled holds the lock for
-//     the hand-off window at most.
+//     the hand-off window at most in fair mode, and for the releaser's
+//     TTL at most in fast mode, as a stalled holder does.
 //   - Nothing is left behind: every key has a TTL. The lock has its
 //     holder's, a request its asker's, the fencing counter the fence
 //     retention, and the fair queue's keys the queue lease.

@@ -168,10 +168,10 @@ func TestCloseIsBoundedWithAnExtendWaitingForItsTurn(t *testing.T) {
 	stall := make(chan struct{})
 	var extends atomic.Int32
 	l := onFake(t, srv, func(_ int32, cmd []string) string {
-		switch cmd[2] {
-		case fastAcquireKeys:
+		switch {
+		case fastScript(cmd) == fastAcquire:
 			return ":1764000000000000\r\n"
-		case "1": // the extension: the server stopped answering
+		case cmd[2] == "1": // the extension: the server stopped answering
 			extends.Add(1)
 			<-stall
 			return ":1\r\n"

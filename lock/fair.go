@@ -97,7 +97,7 @@ type fairListener struct {
 func (c *claim) listenFair(ctx context.Context) (*fairListener, error) {
 	var fl *fairListener
 	err := c.listen(ctx, func(sub *subscriber.Subscriber) error {
-		w, err := c.directedWaiter(ctx, sub)
+		w, err := c.directedWaiter(ctx, sub, nil)
 		if err == nil {
 			c.listener = fairListener{sub: sub, w: w}
 			fl = &c.listener
@@ -163,7 +163,7 @@ func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAft
 // fairRelease is the release script's call for the claim, behind a PING
 // as every release is.
 func (c *claim) fairRelease() scriptCall {
-	return scriptCall{script: &fairReleaseScript, keys: c.names.fairKeys(), args: c.releaseArgs(), lead: pingFirst}
+	return scriptCall{script: &fairReleaseScript, keys: c.names.fairKeys(), args: fairReleaseArgs{owner: c.owner, window: c.l.windowArg, publish: c.l.publish}.argv(), lead: pingFirst}
 }
 
 // fairCommit is the commit script's call for the claim's write-back w.
@@ -171,8 +171,8 @@ func (c *claim) fairCommit(w *Write) scriptCall {
 	return scriptCall{script: &fairCommitScript, keys: append(c.names.fairKeys(), w.Key), args: c.commitArgs(w)}
 }
 
-// The fair mode's scripts (fair.lua). Their release and commit take the
-// fast mode's ARGV (releaseArgs, commitArgs).
+// The fair mode's scripts (fair.lua). Its commit takes the fast mode's
+// ARGV (commitArgs).
 var (
 	fairAcquireScript = fairScripts.named("acquire")
 	fairReleaseScript = fairScripts.named("release")
@@ -195,3 +195,12 @@ type fairAcquireArgs struct {
 func (a fairAcquireArgs) argv() []string {
 	return []string{a.owner, a.ttl, a.waiterID, a.channel, a.queueLease, flag(a.join), a.retention, a.window, flag(a.queued), a.publish}
 }
+
+// fairReleaseArgs are the ARGV of fair.lua's release.
+type fairReleaseArgs struct {
+	owner   string
+	window  string // the hand-off window
+	publish string
+}
+
+func (a fairReleaseArgs) argv() []string { return []string{a.owner, a.window, a.publish} }

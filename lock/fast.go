@@ -7,6 +7,7 @@ package lock
 import (
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,6 +109,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 		sent, withCmds = nil, nil
 		ln.arm()
 		stopped, timedOut := false, false
+		var handOff string // a hand-off's message
 		select {
 		case s := <-ln.earlySent():
 			sent = &s
@@ -119,7 +121,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 			}
 		case <-ln.releaseWake():
 		case <-ln.handoff.Wake():
-			withCmds = cmds
+			handOff, withCmds = ln.handOffMessage(), cmds
 		case <-timer.C:
 			timedOut = true
 		case <-waitCtx.Done():
@@ -133,6 +135,11 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 		if stopped {
 			c.withdrawInBackground()
 			return attempt{}, c.errorf("wait", c.stopReason(waitCtx.Err()))
+		}
+		if sent == nil && handOff != "" {
+			if a, ok, err := c.handedOver(handOff, cmds); ok {
+				return a, err
+			}
 		}
 		if timedOut && ln.release == nil {
 			// A hand-off window went by with none: watch the releases
@@ -155,6 +162,20 @@ type fastListener struct {
 	handoff *subscriber.Waiter
 	release *subscriber.Waiter // nil until the waiter watches the releases
 	early   *earlyAttempt      // nil until the waiter watches the releases
+	// message is the text of the last hand-off's message, stored by the
+	// subscriber's reader goroutine and taken by the waiter.
+	message atomic.Pointer[string]
+}
+
+// heard stores the text of a hand-off's message (Topic.OnMessage).
+func (ln *fastListener) heard(text string) { ln.message.Store(&text) }
+
+// handOffMessage takes the text of the last hand-off's message, or "".
+func (ln *fastListener) handOffMessage() string {
+	if m := ln.message.Swap(nil); m != nil {
+		return *m
+	}
+	return ""
 }
 
 // hears is what a fast waiter listens for.
@@ -174,12 +195,13 @@ func (c *claim) listenFast(ctx context.Context, h hears) (*fastListener, error) 
 	}
 	var ln *fastListener
 	err = c.listen(ctx, func(sub *subscriber.Subscriber) error {
-		handoff, err := c.directedWaiter(ctx, sub)
+		ln = &fastListener{sub: sub, node: node}
+		handoff, err := c.directedWaiter(ctx, sub, ln.heard)
 		if err != nil {
 			return err
 		}
 		c.asker = formatAsker(handoff.Address())
-		ln = &fastListener{sub: sub, node: node, handoff: handoff}
+		ln.handoff = handoff
 		if h == handOffsOnly {
 			return nil
 		}
@@ -252,6 +274,37 @@ func (ln *fastListener) disarm() bool {
 	return ln.early == nil || ln.early.armed.CompareAndSwap(true, false)
 }
 
+// handedOver makes the lease that a hand-off's message, "<token> <ttl>"
+// (see fast.lua's handOff), grants the claim, and reports whether it did.
+// The release that sent it set the lock to the claim's owner token for
+// ttl, after the claim first asked: so the lease counts its TTL from
+// c.firstAsk, a moment before the server set it, and needs no
+// confirmation. It does not make one, and the waiter confirms the
+// hand-off with an acquire as a waiter of an earlier version does, where
+// the message is another's (an ID alone, from a release of an earlier
+// version), where the release set another TTL than the claim's, where
+// the wait took so long that counting from the first ask would leave the
+// lease less than half its TTL, where commands are to ride with the
+// acquire (the confirmation carries them at no cost), and where
+// WithReplicaAck asks for the acquire's acknowledgement.
+func (c *claim) handedOver(message string, cmds [][]string) (attempt, bool, error) {
+	l := c.l
+	if len(cmds) > 0 || l.waitCmd != nil || time.Since(c.firstAsk) > l.opts.TTL/2 {
+		return attempt{}, false, nil
+	}
+	tokenText, ttl, _ := strings.Cut(message, " ")
+	token, err := strconv.ParseUint(tokenText, 10, 64)
+	if err != nil || token == 0 || ttl != l.ttlArg {
+		return attempt{}, false, nil
+	}
+	ls := c.newLease(token, c.firstAsk, 0)
+	if ls == nil {
+		c.releaseInBackground()
+		return attempt{}, true, c.errorf("wait", ErrClosed)
+	}
+	return attempt{lease: ls}, true, nil
+}
+
 // formatAsker is where a hand-off reaches a waiter (see
 // subscriber.Waiter.Address), as a request names it.
 func formatAsker(channel string, waiterID uint64) string {
@@ -270,7 +323,7 @@ func (c *claim) ask() askMode {
 	if c.asked {
 		return askAgain
 	}
-	c.asked = true
+	c.asked, c.firstAsk = true, time.Now()
 	return askFirst
 }
 
@@ -337,12 +390,14 @@ func (c *claim) acquiredFast(start time.Time, v resp.Value, err error) (attempt,
 // fastRelease is the release script's call for the claim, behind a PING
 // as every release is.
 func (c *claim) fastRelease() scriptCall {
-	return scriptCall{script: &fastReleaseScript, keys: []string{c.names.lock, c.names.wanted}, args: c.releaseArgs(), lead: pingFirst}
+	l := c.l
+	args := fastReleaseArgs{owner: c.owner, ttl: l.ttlArg, retention: l.retentionArg, publish: l.publish}
+	return scriptCall{script: &fastReleaseScript, keys: c.names.fastKeys(), args: args.argv(), lead: pingFirst}
 }
 
 // fastCommit is the commit script's call for the claim's write-back w.
 func (c *claim) fastCommit(w *Write) scriptCall {
-	return scriptCall{script: &fastCommitScript, keys: []string{c.names.lock, w.Key, c.names.wanted}, args: c.commitArgs(w)}
+	return scriptCall{script: &fastCommitScript, keys: []string{c.names.lock, w.Key, c.names.wanted, c.names.fence}, args: c.commitArgs(w)}
 }
 
 // withdrawInBackground ends the claim of a fast-mode waiter that gave up:
@@ -352,7 +407,7 @@ func (c *claim) fastCommit(w *Write) scriptCall {
 func (c *claim) withdrawInBackground() {
 	c.l.inBackground(func(ctx context.Context) {
 		withdraw := func(ctx context.Context) (scriptResult, error) {
-			args := fastWithdrawArgs{owner: c.owner, asker: c.asker, window: c.l.windowArg, publish: c.l.publish}
+			args := fastWithdrawArgs{owner: c.owner, asker: c.asker, ttl: c.l.ttlArg, retention: c.l.retentionArg, publish: c.l.publish}
 			return c.l.runAcked(ctx, c.cmd, scriptCall{script: &fastWithdrawScript, keys: c.names.fastKeys(), args: args.argv()}, nil)
 		}
 		r, err := c.l.retryUncertain(ctx, withdraw)
@@ -477,12 +532,25 @@ func (a fastAcquireArgs) argv() []string {
 
 // fastWithdrawArgs are the ARGV of fast.lua's withdraw.
 type fastWithdrawArgs struct {
-	owner   string
-	asker   string // the claim's request's asker, "" if it never asked
-	window  string // the hand-off window
-	publish string
+	owner     string
+	asker     string // the claim's request's asker, "" if it never asked
+	ttl       string // a hand-off's
+	retention string // the fencing counter's TTL
+	publish   string
 }
 
 func (a fastWithdrawArgs) argv() []string {
-	return []string{a.owner, a.asker, a.window, a.publish}
+	return []string{a.owner, a.asker, a.ttl, a.retention, a.publish}
+}
+
+// fastReleaseArgs are the ARGV of fast.lua's release.
+type fastReleaseArgs struct {
+	owner     string
+	ttl       string // a hand-off's
+	retention string // the fencing counter's TTL
+	publish   string
+}
+
+func (a fastReleaseArgs) argv() []string {
+	return []string{a.owner, a.ttl, a.retention, a.publish}
 }

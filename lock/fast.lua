@@ -6,9 +6,10 @@
 -- first request of an empty list is published on it, for a holder that
 -- keeps the lock between writes (Lease.Wanted). A release hands the lock
 -- to the first request whose waiter can be told: it takes the request off
--- the list, sets the lock to the asker's owner token for the hand-off
--- window and publishes the waiter's ID on its channel; the asker's next
--- acquire finds the lock its own and confirms it with its full TTL. A
+-- the list, sets the lock to the asker's owner token for the releaser's
+-- TTL, issues the asker's fencing token and publishes it, with the TTL,
+-- to the waiter on its channel, which holds the lease from then on (or
+-- confirms it with an acquire, where it cannot count on the TTL). A
 -- channel that nobody subscribes to means the asker's process is gone
 -- (see tell), and the next request is tried. So under contention every
 -- release hands the lock on, in the order the waiters asked, and wakes one
@@ -30,24 +31,29 @@ local function onList(cmd, key, ...)
 end
 
 -- handOff takes the first request off wanted and, if it is another
--- owner's, sets the lock to the asker's owner token for the hand-off
--- window and tells the asker's waiter; it returns true. A request whose
--- waiter nobody hears (its process is gone), or owner's own, is dropped
--- and the next is tried; with none left it returns false, and the caller
--- keeps or deletes the lock. A hand-off the server refuses part-way (an
--- ACL without one of its commands, a key of another type) is given up,
--- and handOff returns false as when nobody waits: so a release that has
--- begun always ends, and a write-back never answers with an error after
--- writing.
-local function handOff(lock, wanted, owner, window, publish)
+-- owner's, hands the lock to the asker: it sets the lock to the asker's
+-- owner token for ttl, issues the asker's fencing token and publishes
+-- "<waiter-id> <token> <ttl>" on the asker's channel, and returns true.
+-- The asker's process holds the lease from that message alone, counted
+-- from before it asked (see fast.go's handedOver); a process of an
+-- earlier version, which reads the ID alone, confirms the hand-off with
+-- an acquire as before. A request whose waiter nobody hears (its process
+-- is gone), or owner's own, is dropped and the next is tried; with none
+-- left it returns false, and the caller keeps or deletes the lock. A
+-- hand-off the server refuses part-way (an ACL without one of its
+-- commands, a key of another type) is given up, and handOff returns
+-- false as when nobody waits: so a release that has begun always ends,
+-- and a write-back never answers with an error after writing.
+local function handOff(lock, fence, wanted, owner, ttl, retention, publish)
 	local ok, handed = pcall(function()
 		while true do
 			local asker = onList('LPOP', wanted)
 			if not asker then return false end
 			local other, id, channel = string.match(asker, '^(%S+) (%d+) (.+)$')
 			if other and other ~= owner then
-				redis.call('SET', lock, other, 'PX', window)
-				if tell(publish, channel, id) then return true end
+				redis.call('SET', lock, other, 'PX', ttl)
+				local token = issue(fence, retention)
+				if tell(publish, channel, id .. ' ' .. string.format('%.0f', token) .. ' ' .. ttl) then return true end
 			end
 		end
 	end)
@@ -105,12 +111,13 @@ return issue(fence, retention)
 -- for the key's events.
 -- KEYS: lock, fence, wanted
 -- ARGV: owner, asker ("<waiter-id> <channel>" of its request, "" if it
---       never asked), window (the hand-off window), publish
+--       never asked), ttl (a hand-off's), retention (the fence's TTL),
+--       publish
 -- Returns 1.
-local lock, wanted = KEYS[1], KEYS[3]
-local owner, asker, window, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local lock, fence, wanted = KEYS[1], KEYS[2], KEYS[3]
+local owner, asker, ttl, retention, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 if asker ~= '' then onList('LREM', wanted, 1, owner .. ' ' .. asker) end
-if redis.call('GET', lock) == owner and not handOff(lock, wanted, owner, window, publish) then
+if redis.call('GET', lock) == owner and not handOff(lock, fence, wanted, owner, ttl, retention, publish) then
 	redis.call('DEL', lock)
 end
 return 1
@@ -118,25 +125,27 @@ return 1
 --- release
 -- Releases the lock if owner still holds it: hands it to the standing
 -- asker, if any, or deletes it.
--- KEYS: lock, wanted
--- ARGV: owner, window (the hand-off window), publish
+-- KEYS: lock, fence, wanted
+-- ARGV: owner, ttl (a hand-off's), retention (the fence's TTL), publish
 -- Returns 2 if handed on, 1 if deleted, 0 if not held.
-local lock, wanted = KEYS[1], KEYS[2]
-local owner, window, publish = ARGV[1], ARGV[2], ARGV[3]
+local lock, fence, wanted = KEYS[1], KEYS[2], KEYS[3]
+local owner, ttl, retention, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if redis.call('GET', lock) ~= owner then return 0 end
-if handOff(lock, wanted, owner, window, publish) then return 2 end
+if handOff(lock, fence, wanted, owner, ttl, retention, publish) then return 2 end
 redis.call('DEL', lock)
 return 1
 
 --- commit
 -- The fenced write-back (see commit in shared.lua): with keep, the lock is
 -- kept unless a request stands, whose asker is then handed it.
--- KEYS: lock, state, wanted
--- ARGV: owner, value, stateTTL, keep ("1" to keep the lock), ttl,
---       ifExists ("1" if the state must exist), window, publish
+-- KEYS: lock, state, wanted, fence
+-- ARGV: owner, value, stateTTL, keep ("1" to keep the lock), ttl (the
+--       lock's, and a hand-off's), ifExists ("1" if the state must
+--       exist), window (unused here: fair mode's), publish, retention
+--       (the fence's TTL)
 -- Returns as commit does.
-local lock, state, wanted = KEYS[1], KEYS[2], KEYS[3]
-local owner, value, stateTTL, keep, ttl, ifExists, window, publish =
-	ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5], ARGV[6] == '1', ARGV[7], ARGV[8]
+local lock, state, wanted, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local owner, value, stateTTL, keep, ttl, ifExists, publish, retention =
+	ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5], ARGV[6] == '1', ARGV[8], ARGV[9]
 return commit(lock, owner, state, value, stateTTL, keep, ttl, ifExists,
-	function() return handOff(lock, wanted, owner, window, publish) end)
+	function() return handOff(lock, fence, wanted, owner, ttl, retention, publish) end)

@@ -18,13 +18,39 @@ import (
 	"github.com/batonlock/baton/subscriber"
 )
 
-// The scripts' key counts tell them apart on a fake server: the fast
-// acquire has 3 keys, the fast release 2, the fair scripts 6.
+// fairKeys is the key count of every fair script, on a fake server.
+const fairKeys = "6"
+
+// The fast scripts, as fastScript tells them apart on a fake server.
 const (
-	fastAcquireKeys = "3"
-	fastReleaseKeys = "2"
-	fairKeys        = "6"
+	fastAcquire  = "acquire"
+	fastRelease  = "release"
+	fastCommit   = "commit"
+	fastWithdraw = "withdraw"
 )
+
+// fastScript names the fast script that cmd, an EVALSHA or EVAL, runs,
+// from its counts of keys and arguments (see fast.lua), or "".
+func fastScript(cmd []string) string {
+	if len(cmd) < 3 || (cmd[0] != "EVALSHA" && cmd[0] != "EVAL") {
+		return ""
+	}
+	keys, err := strconv.Atoi(cmd[2])
+	if err != nil {
+		return ""
+	}
+	switch args := len(cmd) - 3 - keys; {
+	case keys == 3 && args == 6:
+		return fastAcquire
+	case keys == 3 && args == 5:
+		return fastWithdraw
+	case keys == 3 && args == 4:
+		return fastRelease
+	case keys == 4 && args == 9:
+		return fastCommit
+	}
+	return ""
+}
 
 // onFake returns a Locker whose command connection goes to a fake server
 // answering with reply(connection number, command), and whose subscriber
@@ -97,7 +123,7 @@ func TestABadFairReplyIsAnErrorNotALease(t *testing.T) {
 func TestAFastReplyOfTheWrongTypeIsAnError(t *testing.T) {
 	srv := redistest.Start(t)
 	l := onFake(t, srv, func(_ int32, cmd []string) string {
-		if cmd[2] == fastAcquireKeys {
+		if fastScript(cmd) == fastAcquire {
 			return "+OK\r\n"
 		}
 		return ":0\r\n"
@@ -138,13 +164,13 @@ func TestAReleaseCutShortIsSentAgain(t *testing.T) {
 }
 
 // onStalledFake is a Locker with the given release timeout on a fake
-// server that stopped answering the scripts run on keys (fastAcquireKeys
-// or fastReleaseKeys) until the test ends, and answers every other script
+// server that stopped answering the fast script named script (fastAcquire
+// or fastRelease) until the test ends, and answers every other script
 // with a token.
-func onStalledFake(t *testing.T, srv *redistest.Server, keys string, releaseTimeout time.Duration) *lock.Locker {
+func onStalledFake(t *testing.T, srv *redistest.Server, script string, releaseTimeout time.Duration) *lock.Locker {
 	stall := make(chan struct{})
 	l := onFake(t, srv, func(_ int32, cmd []string) string {
-		if cmd[2] == keys {
+		if fastScript(cmd) == script {
 			<-stall
 			return ":0\r\n"
 		}
@@ -162,10 +188,10 @@ func onStalledFake(t *testing.T, srv *redistest.Server, keys string, releaseTime
 // retryReply; releases counts the releases it got.
 func onFakeThatCutsTheFirstRelease(t *testing.T, srv *redistest.Server, retryReply string, releases *atomic.Int32, cut func()) *lock.Locker {
 	return onFake(t, srv, func(n int32, cmd []string) string {
-		switch cmd[2] {
-		case fastAcquireKeys:
+		switch fastScript(cmd) {
+		case fastAcquire:
 			return ":1764000000000000\r\n"
-		case fastReleaseKeys:
+		case fastRelease:
 			if releases.Add(1) == 1 {
 				if cut != nil {
 					cut()
@@ -215,7 +241,7 @@ func TestAReleaseCutShortAsItsContextEndsIsStillSentAgain(t *testing.T) {
 
 func TestCloseOfManyLeasesOnAStalledServerTakesOneReleaseTimeout(t *testing.T) {
 	const releaseTimeout = 200 * time.Millisecond
-	l := onStalledFake(t, redistest.Start(t), fastReleaseKeys, releaseTimeout)
+	l := onStalledFake(t, redistest.Start(t), fastRelease, releaseTimeout)
 	for i := range 5 {
 		_, err := l.Lock(context.Background(), "held"+strconv.Itoa(i))
 		require.NoError(t, err)
@@ -230,7 +256,7 @@ func TestCloseOfManyLeasesOnAStalledServerTakesOneReleaseTimeout(t *testing.T) {
 // An Unlock whose context ends while Close is under way returns then, as
 // any Unlock whose context ends does.
 func TestAnUnlockCutShortDuringCloseReturnsAtItsContext(t *testing.T) {
-	l := onStalledFake(t, redistest.Start(t), fastReleaseKeys, time.Second)
+	l := onStalledFake(t, redistest.Start(t), fastRelease, time.Second)
 	ls, err := l.Lock(context.Background(), "held")
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
@@ -253,15 +279,15 @@ func TestAnUnlockCutShortDuringCloseReturnsAtItsContext(t *testing.T) {
 func TestCloseEndsInBoundedTimeOnAStalledServer(t *testing.T) {
 	srv := redistest.Start(t)
 	for name, stallOn := range map[string]string{
-		"a Lock in flight":      fastAcquireKeys,
-		"a lease to release":    fastReleaseKeys,
+		"a Lock in flight":      fastAcquire,
+		"a lease to release":    fastRelease,
 		"both, the lock queued": "",
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := onStalledFake(t, srv, cmp.Or(stallOn, fastReleaseKeys), 200*time.Millisecond)
+			l := onStalledFake(t, srv, cmp.Or(stallOn, fastRelease), 200*time.Millisecond)
 			ctx := context.Background()
 			locked := make(chan error, 1)
-			if stallOn != fastAcquireKeys {
+			if stallOn != fastAcquire {
 				_, err := l.Lock(ctx, "held")
 				require.NoError(t, err)
 			}
@@ -308,7 +334,7 @@ func TestAReleaseOnAStalledServerIsBoundedAndUncertain(t *testing.T) {
 		}, 100 * time.Millisecond},
 	} {
 		t.Run(name, func(t *testing.T) {
-			l := onStalledFake(t, srv, fastReleaseKeys, releaseTimeout)
+			l := onStalledFake(t, srv, fastRelease, releaseTimeout)
 			ls, err := l.TryLock(context.Background(), "k")
 			require.NoError(t, err)
 			ctx, cancel := c.ctx()
@@ -340,14 +366,14 @@ func TestAWriteBackRefusedWhenSentAgainStillReleases(t *testing.T) {
 	var commits, releases atomic.Int32
 	l := onFake(t, srv, func(_ int32, cmd []string) string {
 		switch {
-		case cmd[2] == fastAcquireKeys && len(cmd) == 3+3+6:
+		case fastScript(cmd) == fastAcquire:
 			return ":1764000000000000\r\n"
-		case cmd[2] == fastAcquireKeys: // the commit: lock, state, wanted
+		case fastScript(cmd) == fastCommit:
 			if commits.Add(1) == 1 {
 				return "" // the connection dies with the write-back in flight
 			}
 			return "-OOM command not allowed when used memory > 'maxmemory'.\r\n"
-		case cmd[2] == fastReleaseKeys:
+		case fastScript(cmd) == fastRelease:
 			releases.Add(1)
 			return ":1\r\n"
 		}

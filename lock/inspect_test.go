@@ -126,10 +126,10 @@ func TestInspectFastHandOffInFlight(t *testing.T) {
 	info := mustInspect(t, l, "k")
 	require.True(t, info.Held)
 	require.Equal(t, owner[:8], info.Holder)
-	require.Equal(t, ls.Token(), info.Token, "the last token handed out is the releaser's")
+	require.Greater(t, info.Token, ls.Token(), "the hand-off issued the asker's token")
 	require.False(t, info.Wanted, "the request went with the hand-off")
-	require.Positive(t, info.TTL)
-	require.LessOrEqual(t, info.TTL, 500*time.Millisecond, "the hand-off window")
+	require.Greater(t, info.TTL, 9*time.Second, "the releaser's TTL")
+	require.LessOrEqual(t, info.TTL, 10*time.Second, "the releaser's TTL")
 }
 
 func TestInspectFairQueueInOrder(t *testing.T) {

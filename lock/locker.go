@@ -12,12 +12,14 @@ import (
 	"github.com/batonlock/baton/subscriber"
 )
 
-// handoffWindow is how long a lock handed to a waiter stays reserved for
-// it before it confirms: the hand-off sets the lock to the waiter's owner
-// token with this TTL (or the lock's TTL, if shorter), and the waiter's
-// confirmation sets its full TTL. A waiter that stalls instead of
-// confirming holds the lock this long at most. The lease's own deadline
-// counts from the confirmation, so the window never stretches a lease.
+// handoffWindow is how long a lock handed to a fair waiter stays reserved
+// for it before it confirms: the hand-off sets the lock to the waiter's
+// owner token with this TTL (or the lock's TTL, if shorter), and the
+// waiter's confirmation sets its full TTL. A waiter that stalls instead
+// of confirming holds the lock this long at most. The lease's own
+// deadline counts from the confirmation, so the window never stretches a
+// lease. A fast waiter looks again after it, and then watches the
+// releases (see waitFast).
 const handoffWindow = 500 * time.Millisecond
 
 // Locker hands out leases on named locks.

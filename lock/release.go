@@ -214,11 +214,6 @@ func (c *claim) sendPlainRelease(ctx context.Context, style releaseStyle) (scrip
 	return c.l.runAcked(ctx, c.cmd, c.fastRelease(), nil)
 }
 
-// releaseArgs are the release scripts' ARGV for this claim.
-func (c *claim) releaseArgs() []string {
-	return releaseArgs{owner: c.owner, window: c.l.windowArg, publish: c.l.publish}.argv()
-}
-
 // retried is a reply after retryUncertain, with the uncertain error of the
 // first attempt, if the reply is a retry's.
 type retried struct {

@@ -248,29 +248,20 @@ type inspectArgs struct{ fair bool }
 
 func (a inspectArgs) argv() []string { return []string{flag(a.fair)} }
 
-// releaseArgs are the ARGV of the release of either mode: fast.lua's and
-// fair.lua's take the same.
-type releaseArgs struct {
-	owner   string
-	window  string // the hand-off window
-	publish string
-}
-
-func (a releaseArgs) argv() []string { return []string{a.owner, a.window, a.publish} }
-
 // commitArgs are the ARGV of the commit of either mode: fast.lua's and
 // fair.lua's take the same.
 type commitArgs struct {
 	owner, value, stateTTL string
 	keep                   bool // keep the lock, else let it go
 	ttl                    string
-	ifExists               bool // write only over a state that exists
-	window                 string
+	ifExists               bool   // write only over a state that exists
+	window                 string // fair mode's hand-off window
 	publish                string
+	retention              string // the fencing counter's TTL, for fast mode's hand-off
 }
 
 func (a commitArgs) argv() []string {
-	return []string{a.owner, a.value, a.stateTTL, flag(a.keep), a.ttl, flag(a.ifExists), a.window, a.publish}
+	return []string{a.owner, a.value, a.stateTTL, flag(a.keep), a.ttl, flag(a.ifExists), a.window, a.publish, a.retention}
 }
 
 // flag is a boolean ARGV as the scripts read it: "1" or "0".

@@ -116,7 +116,7 @@ func TestEveryReleaseIsOneWriteOfPingThenEvalsha(t *testing.T) {
 	// A release is EVALSHA with the release script's digest.
 	sum := sha1.Sum([]byte(lock.ReleaseScriptSource))
 	release := []byte("$7\r\nEVALSHA\r\n$40\r\n" + hex.EncodeToString(sum[:]))
-	pair := []byte("*1\r\n$4\r\nPING\r\n*8\r\n" + string(release))
+	pair := []byte("*1\r\n$4\r\nPING\r\n*10\r\n" + string(release))
 	releases := 0
 	mu.Lock()
 	defer mu.Unlock()

@@ -158,5 +158,5 @@ func (c *claim) commitCall(w *Write) scriptCall {
 func (c *claim) commitArgs(w *Write) []string {
 	l := c.l
 	return commitArgs{owner: c.owner, value: w.Value, stateTTL: millis(w.TTL), keep: !w.Unlock, ttl: l.ttlArg,
-		ifExists: w.IfExists, window: l.windowArg, publish: l.publish}.argv()
+		ifExists: w.IfExists, window: l.windowArg, publish: l.publish, retention: l.retentionArg}.argv()
 }

@@ -19,18 +19,17 @@ import (
 // written: the first attempt may have written it.
 func TestARefusedRetryOfAWriteBackDoesNotSayNothingWasWritten(t *testing.T) {
 	srv := redistest.Start(t)
-	var threeKeyScripts, commits atomic.Int32
+	var commits atomic.Int32
 	l := onFake(t, srv, func(_ int32, cmd []string) string {
-		switch cmd[2] {
-		case fastAcquireKeys: // the acquire, then the write-backs (lock, state, wanted)
-			if threeKeyScripts.Add(1) == 1 {
-				return ":1764000000000000\r\n"
-			}
+		switch fastScript(cmd) {
+		case fastAcquire:
+			return ":1764000000000000\r\n"
+		case fastCommit:
 			if commits.Add(1) == 1 {
 				return "" // the connection dies with the write-back in flight
 			}
 			return "-ERR refused\r\n"
-		case fastReleaseKeys:
+		case fastRelease:
 			return ":0\r\n" // the plain release finds the lock gone: the first write-back released it
 		}
 		return ":1\r\n"

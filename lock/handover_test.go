@@ -1,0 +1,153 @@
+package lock_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+// awaitLock waits for a Lock sent by lockInBackground, failing the test
+// if it failed or took more than 10 s.
+func awaitLock(t *testing.T, got <-chan outcome) outcome {
+	t.Helper()
+	select {
+	case r := <-got:
+		require.NoError(t, r.err)
+		return r
+	case <-time.After(10 * time.Second):
+		t.Fatal("Lock never returned")
+		return outcome{}
+	}
+}
+
+// A fast waiter handed the lock holds its lease from the hand-off's
+// message: the release sets its TTL and issues its token, and no
+// confirmation follows. The lease counts its TTL from the waiter's first
+// ask, a moment before the release set the TTL, so it ends before the
+// lock does in Redis, here some 300 ms before.
+func TestAFastHandOffNeedsNoConfirmation(t *testing.T) {
+	srv := redistest.Start(t)
+	const ttl = time.Second
+	holder := open(t, srv, lock.WithTTL(ttl))
+	waiter := open(t, srv, lock.WithTTL(ttl))
+	held := mustLock(t, holder, "k")
+
+	asked := time.Now()
+	got := lockInBackground(context.Background(), waiter, "k")
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(300*time.Millisecond - time.Since(asked))
+	scripts := callsOf(t, srv, "evalsha")
+	mustUnlock(t, held)
+	r := awaitLock(t, got)
+	require.Equal(t, int64(1), callsOf(t, srv, "evalsha")-scripts, "the release, and no confirmation")
+	require.Greater(t, r.lease.Token(), held.Token())
+	require.Equal(t, r.lease.Token(), mustInspect(t, waiter, "k").Token, "the token the release issued")
+
+	// The lock's expiry in Redis, at the latest: the PTTL read after now.
+	expires := time.Now().Add(time.Duration(srv.Do(t, "PTTL", "baton:{k}").Int) * time.Millisecond)
+	<-r.lease.Done()
+	ended := time.Now()
+	t.Logf("the lease ended %v after the Lock call, %v after it returned, %v before the lock's expiry",
+		ended.Sub(asked), ended.Sub(r.at), expires.Sub(ended))
+	require.Less(t, ended.Sub(asked), ttl+100*time.Millisecond, "counted from the first ask")
+	require.Less(t, ended.Sub(r.at), ttl-150*time.Millisecond, "not from the hand-off")
+	require.Greater(t, expires.Sub(ended), 150*time.Millisecond, "the lease ends before the lock does")
+}
+
+// A hand-off whose message cannot stand for the lease alone is confirmed
+// with an acquire, which sets the waiter's own TTL and issues its token
+// anew: when the releaser set another TTL, when the wait used up more
+// than half the waiter's TTL, and when the release is an earlier
+// version's, whose message is the waiter's ID alone.
+func TestAFastHandOffIsConfirmedWhereItsMessageCannotStandAlone(t *testing.T) {
+	for _, c := range []struct {
+		name                  string
+		holderTTL, waiterTTL  time.Duration
+		hold                  time.Duration
+		earlierVersionRelease bool
+	}{
+		{name: "another TTL", holderTTL: 5 * time.Second, waiterTTL: 3 * time.Second},
+		{name: "a long wait", holderTTL: time.Second, waiterTTL: time.Second, hold: 600 * time.Millisecond},
+		{name: "an earlier version's release", holderTTL: 3 * time.Second, waiterTTL: 3 * time.Second, earlierVersionRelease: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			holder := open(t, srv, lock.WithTTL(c.holderTTL))
+			waiter := open(t, srv, lock.WithTTL(c.waiterTTL))
+			held := mustLock(t, holder, "k")
+			asked := time.Now()
+			got := lockInBackground(context.Background(), waiter, "k")
+			redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+			time.Sleep(c.hold - time.Since(asked))
+			scripts := callsOf(t, srv, "evalsha")
+			if c.earlierVersionRelease {
+				handOffAsAnEarlierVersion(t, srv, "k")
+			} else {
+				mustUnlock(t, held)
+			}
+			r := awaitLock(t, got)
+			confirmations := callsOf(t, srv, "evalsha") - scripts
+			if !c.earlierVersionRelease {
+				confirmations-- // the release
+			}
+			require.Equal(t, int64(1), confirmations)
+			left := time.Duration(srv.Do(t, "PTTL", "baton:{k}").Int) * time.Millisecond
+			require.Greater(t, left, c.waiterTTL-500*time.Millisecond, "the waiter's own TTL")
+			require.LessOrEqual(t, left, c.waiterTTL)
+			require.Equal(t, r.lease.Token(), mustInspect(t, waiter, "k").Token, "the confirmation's token")
+			require.NoError(t, r.lease.Unlock(context.Background()))
+		})
+	}
+}
+
+// handOffAsAnEarlierVersion hands key's lock to the first request, as a
+// release of an earlier version did: the lock set to the asker's owner
+// token for the hand-off window, and the waiter's ID alone published.
+func handOffAsAnEarlierVersion(t *testing.T, srv *redistest.Server, key string) {
+	t.Helper()
+	owner, id, channel := firstRequest(t, srv, key)
+	srv.Do(t, "LPOP", "baton:{"+key+"}:wanted")
+	srv.Do(t, "SET", "baton:{"+key+"}", owner, "PX", "500")
+	srv.Do(t, "PUBLISH", channel, id)
+}
+
+// firstRequest is the first fast-mode request standing for key.
+func firstRequest(t *testing.T, srv *redistest.Server, key string) (owner, id, channel string) {
+	t.Helper()
+	request := srv.Do(t, "LINDEX", "baton:{"+key+"}:wanted", "0").Str
+	fields := strings.SplitN(request, " ", 3)
+	require.Len(t, fields, 3, "a request %q", request)
+	return fields[0], fields[1], fields[2]
+}
+
+// A message that names a waiter but does not read as a hand-off (garbled,
+// or a token of 0) only wakes it: the waiter looks, finds the lock still
+// held, and waits on for the release, which hands it over.
+func TestAFastWaiterTakesNoLeaseFromAGarbledMessage(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := open(t, srv)
+	waiter := open(t, srv)
+	held := mustLock(t, holder, "k")
+	got := lockInBackground(context.Background(), waiter, "k")
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	_, id, channel := firstRequest(t, srv, "k")
+	for _, text := range []string{"garbled", "0 10000", "-5 10000", "18446744073709551616 10000", "7"} {
+		srv.Do(t, "PUBLISH", channel, id+" "+text)
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("Lock returned while the holder held the lock: %v, %v", r.lease, r.err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	assert.Equal(t, held.Token(), mustInspect(t, holder, "k").Token)
+	mustUnlock(t, held)
+	r := awaitLock(t, got)
+	require.NoError(t, r.lease.Unlock(context.Background()))
+}
