@@ -30,8 +30,12 @@ func BenchmarkLockUnlock(b *testing.B) {
 	b.Run("impl=raw", func(b *testing.B) { redistest.BenchPing(b, srv.Addr, 2) })
 	b.Run("impl=raw-scripts", func(b *testing.B) {
 		raw := redistest.DialRaw(b, srv.Addr)
-		acquire := resp.AppendCommand(nil, "EVAL", lock.AcquireScriptSource, "3", "baton:{raw}", "baton:{raw}:fence", "baton:{raw}:wanted", "owner", "10000", "0", "", "3600000", "PUBLISH")
-		release := resp.AppendCommand(resp.AppendCommand(nil, "PING"), "EVAL", lock.ReleaseScriptSource, "2", "baton:{raw}", "baton:{raw}:wanted", "owner", "500", "PUBLISH")
+		acquire := resp.AppendCommand(nil, lock.RawAcquire("baton:{raw}", "owner")...)
+		release := resp.AppendCommand(resp.AppendCommand(nil, "PING"), lock.RawRelease("baton:{raw}", "owner")...)
+		raw.RoundTrip(b, acquire, 1)
+		if v := raw.Do(b, release, 2); v.Int != 1 {
+			b.Fatalf("the release script answered %v, not 1 (deleted): its arguments are not the release's", v)
+		}
 		b.ReportAllocs()
 		for b.Loop() {
 			raw.RoundTrip(b, acquire, 1)

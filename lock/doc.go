@@ -36,9 +36,12 @@
 // the lock. A Locker's leases are not reentrant: a second Lock of a key
 // from the same Locker waits like any other owner.
 //
-// A lease lasts the lock's TTL ([WithTTL], 10s by default) unless it is
-// extended, by [Lease.Extend] or by a watchdog that [WithAutoExtend]
-// starts, which extends it to the full TTL every TTL/3. [Lease.Done] is
+// A lease lasts the lock's TTL ([WithTTL], 10s by default), counted
+// from before the command that set it (for a fast hand-off, from the
+// waiter's first ask, so that it may start with up to half of it gone),
+// unless it is extended, by [Lease.Extend] or by a watchdog that
+// [WithAutoExtend] starts, which extends it to the full TTL whenever two
+// thirds of it are left, every TTL/3. [Lease.Done] is
 // closed when the lease ends: released, lost, or run out by this
 // process's clock, which errs early. [Lease.Wanted] is closed when another
 // owner asks for the lock, for a holder that keeps it between pieces of

@@ -9,12 +9,27 @@ import (
 	"github.com/batonlock/baton/subscriber"
 )
 
-// The scripts' sources, for the benchmark baseline that runs them on a bare
-// connection.
-var (
-	AcquireScriptSource = fastAcquireScript.src
-	ReleaseScriptSource = fastReleaseScript.src
-)
+// ReleaseScriptSource is the fast release script's source, whose digest
+// tells a release on the wire.
+var ReleaseScriptSource = fastReleaseScript.src
+
+// RawAcquire and RawRelease are the EVAL commands of the fast acquire
+// (a first attempt, which does not ask) and release on the lock named
+// lockName for owner, with the arguments a Locker of the default options
+// sends: the benchmark baseline runs them on a bare connection.
+func RawAcquire(lockName, owner string) []string {
+	args := fastAcquireArgs{owner: owner, ttl: millis(defaultSettings().TTL), ask: askNot, retention: millis(defaultSettings().FenceRetention), publish: "PUBLISH"}
+	return fastAcquireScript.command(byText, rawKeys(lockName).fastKeys(), args.argv())
+}
+
+func RawRelease(lockName, owner string) []string {
+	args := fastReleaseArgs{owner: owner, ttl: millis(defaultSettings().TTL), retention: millis(defaultSettings().FenceRetention), publish: "PUBLISH"}
+	return fastReleaseScript.command(byText, rawKeys(lockName).fastKeys(), args.argv())
+}
+
+func rawKeys(lockName string) keyNames {
+	return keyNames{lock: lockName, fence: lockName + ":fence", wanted: lockName + ":wanted"}
+}
 
 // QueuedAfter is, for a fair lease that waited in the queue, the last
 // fencing token handed out when it queued, and whether it queued at all.

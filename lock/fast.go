@@ -60,6 +60,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 	var timer *time.Timer
 	var sent *sentAttempt
 	var withCmds [][]string // commands ride along with the confirmation of a hand-off
+	var handOff string      // a hand-off's message that came while an attempt was on its way
 	for {
 		var a attempt
 		if sent != nil && sent.pending != nil {
@@ -73,6 +74,14 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 		}
 		if a.lease != nil {
 			return a, nil
+		}
+		if handOff != "" {
+			// The attempt ran before the hand-off (after it, it would
+			// have found the lock its own): the message stands.
+			if a, ok, err := c.handedOver(handOff, cmds); ok {
+				return a, err
+			}
+			handOff = ""
 		}
 		if l.nodes.stale(ln.sub, c.names.lock) {
 			// The key's slot moved: its releases are heard elsewhere
@@ -109,7 +118,6 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 		sent, withCmds = nil, nil
 		ln.arm()
 		stopped, timedOut := false, false
-		var handOff string // a hand-off's message
 		select {
 		case s := <-ln.earlySent():
 			sent = &s
@@ -137,9 +145,11 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 			return attempt{}, c.errorf("wait", c.stopReason(waitCtx.Err()))
 		}
 		if sent == nil && handOff != "" {
-			if a, ok, err := c.handedOver(handOff, cmds); ok {
+			a, ok, err := c.handedOver(handOff, cmds)
+			if ok {
 				return a, err
 			}
+			handOff = ""
 		}
 		if timedOut && ln.release == nil {
 			// A hand-off window went by with none: watch the releases
@@ -274,12 +284,16 @@ func (ln *fastListener) disarm() bool {
 	return ln.early == nil || ln.early.armed.CompareAndSwap(true, false)
 }
 
-// handedOver makes the lease that a hand-off's message, "<token> <ttl>"
-// (see fast.lua's handOff), grants the claim, and reports whether it did.
-// The release that sent it set the lock to the claim's owner token for
-// ttl, after the claim first asked: so the lease counts its TTL from
-// c.firstAsk, a moment before the server set it, and needs no
-// confirmation. It does not make one, and the waiter confirms the
+// handedOver makes the lease that a hand-off's message, "<token> <ttl>
+// <owner>" (see fast.lua's handOff), grants the claim, and reports
+// whether it did. The release that sent it set the lock to the claim's
+// owner token for ttl, after the claim first asked: so the lease counts
+// its TTL from c.firstAsk, a moment before the server set it, and needs
+// no confirmation. The claim's owner token, which only a script that read
+// the claim's request knows, makes the message the release's: a client
+// allowed to publish on the process's channel, but not to read baton's
+// keys, cannot make a waiter take a lease. It does not make one, and the
+// waiter confirms the
 // hand-off with an acquire as a waiter of an earlier version does, where
 // the message is another's (an ID alone, from a release of an earlier
 // version), where the release set another TTL than the claim's, where
@@ -292,9 +306,10 @@ func (c *claim) handedOver(message string, cmds [][]string) (attempt, bool, erro
 	if len(cmds) > 0 || l.waitCmd != nil || time.Since(c.firstAsk) > l.opts.TTL/2 {
 		return attempt{}, false, nil
 	}
-	tokenText, ttl, _ := strings.Cut(message, " ")
+	tokenText, rest, _ := strings.Cut(message, " ")
+	ttl, owner, _ := strings.Cut(rest, " ")
 	token, err := strconv.ParseUint(tokenText, 10, 64)
-	if err != nil || token == 0 || ttl != l.ttlArg {
+	if err != nil || token == 0 || ttl != l.ttlArg || owner != c.owner {
 		return attempt{}, false, nil
 	}
 	ls := c.newLease(token, c.firstAsk, 0)

@@ -33,11 +33,13 @@ end
 -- handOff takes the first request off wanted and, if it is another
 -- owner's, hands the lock to the asker: it sets the lock to the asker's
 -- owner token for ttl, issues the asker's fencing token and publishes
--- "<waiter-id> <token> <ttl>" on the asker's channel, and returns true.
--- The asker's process holds the lease from that message alone, counted
--- from before it asked (see fast.go's handedOver); a process of an
--- earlier version, which reads the ID alone, confirms the hand-off with
--- an acquire as before. A request whose waiter nobody hears (its process
+-- "<waiter-id> <token> <ttl> <owner>" on the asker's channel, and returns
+-- true. The asker's process holds the lease from that message alone,
+-- counted from before it asked (see fast.go's handedOver); the owner
+-- token in it is the proof that the message comes from a script that
+-- read the request, which a client allowed to publish but not to read
+-- baton's keys cannot forge. A process of an earlier version, which
+-- reads the ID alone, confirms the hand-off with an acquire as before. A request whose waiter nobody hears (its process
 -- is gone), or owner's own, is dropped and the next is tried; with none
 -- left it returns false, and the caller keeps or deletes the lock. A
 -- hand-off the server refuses part-way (an ACL without one of its
@@ -53,7 +55,7 @@ local function handOff(lock, fence, wanted, owner, ttl, retention, publish)
 			if other and other ~= owner then
 				redis.call('SET', lock, other, 'PX', ttl)
 				local token = issue(fence, retention)
-				if tell(publish, channel, id .. ' ' .. string.format('%.0f', token) .. ' ' .. ttl) then return true end
+				if tell(publish, channel, id .. ' ' .. string.format('%.0f', token) .. ' ' .. ttl .. ' ' .. other) then return true end
 			end
 		end
 	end)

@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -9,8 +10,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/resp"
 )
 
 // awaitLock waits for a Lock sent by lockInBackground, failing the test
@@ -150,4 +153,94 @@ func TestAFastWaiterTakesNoLeaseFromAGarbledMessage(t *testing.T) {
 	mustUnlock(t, held)
 	r := awaitLock(t, got)
 	require.NoError(t, r.lease.Unlock(context.Background()))
+}
+
+// A client allowed to publish on every channel but to read none of
+// baton's keys can find a process's channel (PUBSUB CHANNELS) and guess
+// its waiters' small IDs. Its messages, however well formed, carry no
+// owner token of a waiting claim, and only wake the waiter to look: no
+// second holder, no token that is not the stored one.
+func TestAForgedHandOffMessageGrantsNoLease(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := open(t, srv)
+	waiter := open(t, srv)
+	held := mustLock(t, holder, "k")
+	got := lockInBackground(context.Background(), waiter, "k")
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+
+	srv.Do(t, "ACL", "SETUSER", "publisher", "on", ">pw", "resetkeys", "~unrelated:*", "&*", "+publish", "+pubsub|channels")
+	publisher, err := conn.Dial(context.Background(), "redis://publisher:pw@"+srv.Addr)
+	require.NoError(t, err)
+	defer publisher.Close()
+	_, err = publisher.Do(context.Background(), "GET", "baton:{k}")
+	require.ErrorIs(t, err, resp.NoPerm, "the publisher cannot read the lock's keys")
+	channels, err := publisher.Do(context.Background(), "PUBSUB", "CHANNELS", "baton:wake:*")
+	require.NoError(t, err)
+	require.NotEmpty(t, channels.Elems)
+	for _, ch := range channels.Elems {
+		for id := 1; id <= 32; id++ {
+			for _, text := range []string{" 1 10000", " 1 10000 GUESSEDOWNERXXXXXXXXXXXXXX"} {
+				_, err := publisher.Do(context.Background(), "PUBLISH", ch.Str, strconv.Itoa(id)+text)
+				require.NoError(t, err)
+			}
+		}
+	}
+	select {
+	case r := <-got:
+		t.Fatalf("Lock returned while the holder held the lock: token %v, %v", r.lease.Token(), r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	mustUnlock(t, held)
+	r := awaitLock(t, got)
+	require.Equal(t, mustInspect(t, waiter, "k").Token, r.lease.Token())
+	require.NoError(t, r.lease.Unlock(context.Background()))
+}
+
+// A lease from a hand-off's message may start with half its TTL gone,
+// since it counts from the first ask: the watchdog extends it first when
+// two thirds of a TTL are left, as it does a lease from an acquire, so
+// that a server that stalls for a quarter of the TTL around the
+// extension loses it no lease.
+func TestAWatchedLeaseFromAHandOffRidesOutAShortStall(t *testing.T) {
+	srv := redistest.Start(t)
+	const ttl = 900 * time.Millisecond
+	holder := open(t, srv, lock.WithTTL(ttl))
+	waiter := open(t, srv, lock.WithTTL(ttl), lock.WithAutoExtend())
+	held := mustLock(t, holder, "k")
+	asked := time.Now()
+	got := lockInBackground(context.Background(), waiter, "k")
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(420*time.Millisecond - time.Since(asked))
+	mustUnlock(t, held)
+	r := awaitLock(t, got)
+	stall := ttl/4 + 30*time.Millisecond
+	time.Sleep(time.Until(r.at.Add(ttl/3 - 30*time.Millisecond)))
+	srv.Pause(t, stall)
+	time.Sleep(ttl)
+	select {
+	case <-r.lease.Done():
+		t.Fatalf("the lease was lost to a %v stall, %v after Lock returned", stall, time.Since(r.at).Round(time.Millisecond))
+	default:
+	}
+	require.NoError(t, r.lease.Unlock(context.Background()))
+}
+
+// The benchmark baseline's scripts are the lock's own, with the
+// arguments a Locker sends: the release deletes a lock nobody asked for
+// and hands on one that somebody did.
+func TestTheRawScriptsAreTheLocksOwn(t *testing.T) {
+	srv := redistest.Start(t)
+	sub := redistest.DialRaw(t, srv.Addr)
+	sub.RoundTrip(t, resp.AppendCommand(nil, "SUBSCRIBE", "raw-asker"), 1)
+	for _, c := range []struct {
+		request string
+		want    int64
+	}{{"", 1}, {"ASKERXXXXXXXXXXXXXXXXXXXXX 7 raw-asker", 2}} {
+		require.Positive(t, srv.Do(t, lock.RawAcquire("baton:{raw}", "owner")...).Int, "a token")
+		if c.request != "" {
+			srv.Do(t, "RPUSH", "baton:{raw}:wanted", c.request)
+		}
+		require.Equal(t, c.want, srv.Do(t, lock.RawRelease("baton:{raw}", "owner")...).Int)
+		srv.Do(t, "DEL", "baton:{raw}")
+	}
 }

@@ -37,16 +37,19 @@ type Info struct {
 
 	// Token is the holder's fencing token, or 0 when it cannot be known.
 	// It is read from <prefix>{key}:fence, the last token handed out.
-	// Only an acquire hands one out, to the owner it makes the holder, so
-	// while the lock is held that is the holder's token, but for two
-	// cases. The counter may be gone: it expires a fence retention after
-	// the last acquisition, which a holder that keeps extending outlasts;
-	// Token is then 0. And the lock may be in a hand-off: from a release
-	// that hands it to a waiter until that waiter confirms (the hand-off
-	// window, 500ms at most), the counter still holds the previous
-	// holder's token, and the new holder's, once it confirms, is greater.
-	// Nothing tells such a hand-off from a holding, and Token is then the
-	// previous holder's. 0 when the lock is free.
+	// Only an acquire or a fast hand-off hands one out, to the owner it
+	// makes the holder, so while the lock is held that is the holder's
+	// token, but for two cases. The counter may be gone: it expires a
+	// fence retention after the last acquisition, which a holder that
+	// keeps extending outlasts; Token is then 0. And the lock may be in a
+	// hand-off that its waiter confirms: in fair mode, from the release
+	// until the confirmation (the hand-off window, 500ms at most), the
+	// counter still holds the previous holder's token; in fast mode,
+	// where the waiter confirms rather than take the lease from the
+	// release's message (see the package doc), it holds the token the
+	// release issued, which no lease takes. Either way the new holder's,
+	// once it confirms, is greater. Nothing tells such a hand-off from a
+	// holding. 0 when the lock is free.
 	Token uint64
 
 	// Wanted reports whether an owner other than the holder asked for the

@@ -75,7 +75,9 @@ func WithTTL(d time.Duration) Option { return option(func(o *settings) { o.TTL =
 func WithFair() Option { return option(func(o *settings) { o.Fair = true }) }
 
 // WithAutoExtend starts a watchdog for every lease, which extends it to the
-// full TTL every TTL/3 until it is released. If an extension finds the lock
+// full TTL every TTL/3 until it is released, the first time when two
+// thirds of the TTL are left (at once for a lease from a fast hand-off
+// after a long wait, which starts with less). If an extension finds the lock
 // gone, or none succeeds before the lease runs out, the lease is lost and
 // its Done channel closes. Default: off; a lease lasts one TTL unless
 // extended with Extend.

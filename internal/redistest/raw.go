@@ -27,19 +27,25 @@ func DialRaw(t testing.TB, addr string) *Raw {
 }
 
 // RoundTrip writes cmd, encoded RESP, and reads replies replies.
-func (r *Raw) RoundTrip(t testing.TB, cmd []byte, replies int) {
+func (r *Raw) RoundTrip(t testing.TB, cmd []byte, replies int) { r.Do(t, cmd, replies) }
+
+// Do writes cmd, encoded RESP, reads replies replies, and returns the
+// last.
+func (r *Raw) Do(t testing.TB, cmd []byte, replies int) resp.Value {
 	if _, err := r.conn.Write(cmd); err != nil {
 		t.Fatalf("redistest: raw write: %v", err)
 	}
+	var v resp.Value
 	for range replies {
-		v, err := r.rd.Read()
-		if err != nil {
+		var err error
+		if v, err = r.rd.Read(); err != nil {
 			t.Fatalf("redistest: raw read: %v", err)
 		}
 		if err := v.Err(); err != nil {
 			t.Fatalf("redistest: raw reply: %v", err)
 		}
 	}
+	return v
 }
 
 // BenchPing is a benchmark's loop of perOp bare PING round trips per
