@@ -186,7 +186,12 @@ func (c *claim) sendRelease(ctx context.Context, w *Write, style releaseStyle) (
 	if w == nil {
 		return c.sendPlainRelease(ctx, style)
 	}
-	sc := c.commitCall(w)
+	var sc scriptCall // see Commit
+	if c.l.opts.Fair {
+		sc = c.fairCommit(w)
+	} else {
+		sc = c.fastCommit(w)
+	}
 	sc.lead = pingFirst
 	return c.l.runAcked(ctx, c.cmd, sc, nil)
 }

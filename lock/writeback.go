@@ -104,7 +104,16 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	defer ls.giveTurn()
 	start := time.Now()
 	l := c.l
-	r, err := l.runAcked(ctx, c.cmd, c.commitCall(&w), nil)
+	// The mode's commit call, chosen here and in sendRelease rather than
+	// in a function of its own: one that chose would be too large to
+	// inline, and the fast call's KEYS, made inline, cost no allocation.
+	var sc scriptCall
+	if l.opts.Fair {
+		sc = c.fairCommit(&w)
+	} else {
+		sc = c.fastCommit(&w)
+	}
+	r, err := l.runAcked(ctx, c.cmd, sc, nil)
 	if err != nil {
 		if mayHaveRun(err) {
 			// It may have extended the lock, as an Extend would.
@@ -143,15 +152,6 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	// Written and extended; if the lease ran out meanwhile, the release
 	// sent then follows on the same connection, and the write stands.
 	return ls.extendTo(start, l.opts.TTL), nil
-}
-
-// commitCall is the commit script's call for the claim's write-back w, in
-// the Locker's mode.
-func (c *claim) commitCall(w *Write) scriptCall {
-	if c.l.opts.Fair {
-		return c.fairCommit(w)
-	}
-	return c.fastCommit(w)
 }
 
 // commitArgs are the commit scripts' ARGV for w.
