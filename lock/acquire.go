@@ -113,6 +113,10 @@ type claim struct {
 	// uses them.
 	asked    bool
 	firstAsk time.Time
+	// heardHandOff is set once a hand-off's message with the claim's
+	// owner token came (see handedOver); only the goroutine of its Lock
+	// uses it.
+	heardHandOff bool
 	// queued is set once a fair attempt may have queued the claim; only
 	// the goroutine of its Lock or TryLock uses it.
 	queued bool

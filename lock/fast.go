@@ -308,8 +308,17 @@ func (c *claim) handedOver(message string, cmds [][]string) (attempt, bool, erro
 	}
 	tokenText, rest, _ := strings.Cut(message, " ")
 	ttl, owner, _ := strings.Cut(rest, " ")
+	if owner != c.owner || c.heardHandOff {
+		return attempt{}, false, nil
+	}
+	// A claim takes a lease from its first hand-off's message at most:
+	// a later one bearing its owner token is a replay by a client that
+	// saw the first on the channel (a hand-off the claim confirmed, and
+	// lost before the confirmation came, is handed to it anew only after
+	// it asks again, and confirmed then too).
+	c.heardHandOff = true
 	token, err := strconv.ParseUint(tokenText, 10, 64)
-	if err != nil || token == 0 || ttl != l.ttlArg || owner != c.owner {
+	if err != nil || token == 0 || ttl != l.ttlArg {
 		return attempt{}, false, nil
 	}
 	ls := c.newLease(token, c.firstAsk, 0)

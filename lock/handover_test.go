@@ -244,3 +244,32 @@ func TestTheRawScriptsAreTheLocksOwn(t *testing.T) {
 		srv.Do(t, "DEL", "baton:{raw}")
 	}
 }
+
+// A claim takes a lease from its first hand-off's message at most: once
+// one with its owner token came, a later one is taken for a replay, by a
+// client that saw the first on the channel, and only wakes the waiter to
+// look. Here the first names another TTL, so the waiter confirms, finds
+// the lock still the holder's, and waits on; the second, well formed,
+// makes no second holder.
+func TestAClaimTakesALeaseFromOneHandOffMessageAtMost(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := open(t, srv)
+	waiter := open(t, srv)
+	held := mustLock(t, holder, "k")
+	got := lockInBackground(context.Background(), waiter, "k")
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	owner, id, channel := firstRequest(t, srv, "k")
+	srv.Do(t, "PUBLISH", channel, id+" 5 1 "+owner)
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // the waiter has looked, and waits on
+	srv.Do(t, "PUBLISH", channel, id+" 5 10000 "+owner)
+	select {
+	case r := <-got:
+		t.Fatalf("Lock returned while the holder held the lock: token %v, %v", r.lease.Token(), r.err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	mustUnlock(t, held)
+	r := awaitLock(t, got)
+	require.Equal(t, mustInspect(t, waiter, "k").Token, r.lease.Token())
+	require.NoError(t, r.lease.Unlock(context.Background()))
+}
