@@ -172,15 +172,27 @@ type fastListener struct {
 	handoff *subscriber.Waiter
 	release *subscriber.Waiter // nil until the waiter watches the releases
 	early   *earlyAttempt      // nil until the waiter watches the releases
-	// message is the text of the last hand-off's message, stored by the
-	// subscriber's reader goroutine and taken by the waiter.
+	// message is the text of a hand-off's message for the claim, stored
+	// by the subscriber's reader goroutine and taken by the waiter.
 	message atomic.Pointer[string]
+	owner   string // the claim's owner token, set when ln is made
 }
 
-// heard stores the text of a hand-off's message (Topic.OnMessage).
-func (ln *fastListener) heard(text string) { ln.message.Store(&text) }
+// heard keeps the text of a hand-off's message for the claim
+// (Topic.OnMessage): the first that ends with its owner token, until the
+// waiter takes it. A later one, while it waits to be taken, can only be a
+// replay (a client that saw the release's message on the channel and
+// published another with the same owner token), which must not replace
+// the release's own: the server delivers a channel's messages in the
+// order they were published, so the release's comes first.
+func (ln *fastListener) heard(text string) {
+	if strings.HasSuffix(text, " "+ln.owner) {
+		ln.message.CompareAndSwap(nil, &text)
+	}
+}
 
-// handOffMessage takes the text of the last hand-off's message, or "".
+// handOffMessage takes the text of the hand-off's message that heard
+// kept, or "".
 func (ln *fastListener) handOffMessage() string {
 	if m := ln.message.Swap(nil); m != nil {
 		return *m
@@ -205,7 +217,7 @@ func (c *claim) listenFast(ctx context.Context, h hears) (*fastListener, error) 
 	}
 	var ln *fastListener
 	err = c.listen(ctx, func(sub *subscriber.Subscriber) error {
-		ln = &fastListener{sub: sub, node: node}
+		ln = &fastListener{sub: sub, node: node, owner: c.owner}
 		handoff, err := c.directedWaiter(ctx, sub, ln.heard)
 		if err != nil {
 			return err

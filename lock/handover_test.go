@@ -4,6 +4,7 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -272,4 +273,72 @@ func TestAClaimTakesALeaseFromOneHandOffMessageAtMost(t *testing.T) {
 	r := awaitLock(t, got)
 	require.Equal(t, mustInspect(t, waiter, "k").Token, r.lease.Token())
 	require.NoError(t, r.lease.Unlock(context.Background()))
+}
+
+// A client that may subscribe to and publish on every channel, but read
+// no baton key, sees a hand-off's message on the waiter's channel and
+// publishes a copy at once, with the waiter's own TTL and token 1. Here
+// the waiter's subscriber is slow to read, so both messages come in one
+// read, before the waiter takes the release's: the waiter keeps the
+// first with its owner token, the release's. That one names the
+// releaser's TTL (1 s), not the waiter's (10 s), so the waiter confirms.
+func TestAReplayRightBehindAHandOffDoesNotReplaceIt(t *testing.T) {
+	srv := redistest.Start(t)
+	holder := open(t, srv, lock.WithTTL(time.Second))
+	var stalled atomic.Bool
+	waiter := open(t, srv, lock.WithTTL(10*time.Second), stalledSubscriber(&stalled, 300*time.Millisecond))
+	other := open(t, srv, lock.WithTTL(10*time.Second))
+	held := mustLock(t, holder, "k")
+	got := lockInBackground(context.Background(), waiter, "k")
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	_, _, channel := firstRequest(t, srv, "k") // the spy finds it with PUBSUB CHANNELS
+
+	srv.Do(t, "ACL", "SETUSER", "spy", "on", ">pw", "resetkeys", "~unrelated:*", "&*", "+publish", "+subscribe", "+auth")
+	spy := redistest.DialRaw(t, srv.Addr)
+	spy.Do(t, resp.AppendCommand(nil, "AUTH", "spy", "pw"), 1)
+	spy.Do(t, resp.AppendCommand(nil, "SUBSCRIBE", channel), 1)
+	publisher, err := conn.Dial(context.Background(), "redis://spy:pw@"+srv.Addr)
+	require.NoError(t, err)
+	defer publisher.Close()
+	_, err = publisher.Do(context.Background(), "GET", "baton:{k}")
+	require.ErrorIs(t, err, resp.NoPerm, "the spy cannot read the lock's keys")
+
+	// The waiter's subscriber is slow to read for a moment.
+	stalled.Store(true)
+	srv.Do(t, "PUBLISH", channel, "x")
+	time.Sleep(20 * time.Millisecond)
+	stalled.Store(false)
+
+	mustUnlock(t, held) // hands off: "<id> <token> 1000 <owner>"
+	var real string
+	for real == "" || real == "x" {
+		m := spy.Do(t, nil, 1)
+		require.Len(t, m.Elems, 3)
+		real = m.Elems[2].Str
+	}
+	f := strings.Fields(real)
+	require.Len(t, f, 4, real)
+	_, err = publisher.Do(context.Background(), "PUBLISH", channel, f[0]+" 1 10000 "+f[3])
+	require.NoError(t, err)
+
+	r := awaitLock(t, got)
+	now := time.Now()
+	pttl := time.Duration(srv.Do(t, "PTTL", "baton:{k}").Int) * time.Millisecond
+	stored := mustInspect(t, waiter, "k").Token
+	t.Logf("real message %q; lease token %d, stored %d; lease ends in %v, lock in Redis in %v",
+		real, r.lease.Token(), stored, lock.Deadline(r.lease).Sub(now).Round(time.Millisecond), pttl)
+	assert.Equal(t, stored, r.lease.Token(), "the token the release issued")
+	assert.False(t, lock.Deadline(r.lease).After(now.Add(pttl)), "the lease ends after the lock does in Redis")
+
+	time.Sleep(pttl + 50*time.Millisecond)
+	second, err := other.TryLock(context.Background(), "k")
+	if err == nil {
+		select {
+		case <-r.lease.Done():
+		default:
+			t.Errorf("two holders: the waiter's lease (token %d) is open, and another took the lock (token %d)", r.lease.Token(), second.Token())
+		}
+		_ = second.Unlock(context.Background())
+	}
+	_ = r.lease.Unlock(context.Background())
 }

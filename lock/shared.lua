@@ -83,8 +83,8 @@ end
 -- tell never raises: it runs after a write-back's first write, whose
 -- error reply must mean that nothing was written. A user whose ACL lacks
 -- PUBSUB NUMSUB is told by PUBLISH's count; one that lacks PUBLISH counts
--- as heard, and the lock waits out its hand-off window for a waiter that
--- was not told.
+-- as heard, and the lock waits for a waiter that was not told: out its
+-- hand-off window in fair mode, out the releaser's TTL in fast mode.
 local function tell(publish, channel, id)
 	if publish == 'PUBLISH' then
 		local subscribers = redis.pcall('PUBSUB', 'NUMSUB', channel)
