@@ -31,6 +31,30 @@ func awaitLock(t *testing.T, got <-chan outcome) outcome {
 	}
 }
 
+// waiterBehind has holder take key "k" on srv and waiter call Lock for
+// it, and returns once the waiter's request stands: the holder's lease,
+// when the waiter's Lock was called (a moment before its first ask), and
+// what that Lock comes to.
+func waiterBehind(t *testing.T, srv *redistest.Server, holder, waiter *lock.Locker) (held *lock.Lease, asked time.Time, got <-chan outcome) {
+	t.Helper()
+	held = mustLock(t, holder, "k")
+	asked = time.Now()
+	got = lockInBackground(context.Background(), waiter, "k")
+	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	return held, asked, got
+}
+
+// requireStillWaiting fails the test if the Lock sent by
+// lockInBackground returns within d: its lock is another owner's.
+func requireStillWaiting(t *testing.T, got <-chan outcome, d time.Duration) {
+	t.Helper()
+	select {
+	case r := <-got:
+		t.Fatalf("Lock returned while the holder held the lock: %v, %v", r.lease, r.err)
+	case <-time.After(d):
+	}
+}
+
 // A fast waiter handed the lock holds its lease from the hand-off's
 // message: the release sets its TTL and issues its token, and no
 // confirmation follows. The lease counts its TTL from the waiter's first
@@ -41,11 +65,7 @@ func TestAFastHandOffNeedsNoConfirmation(t *testing.T) {
 	const ttl = time.Second
 	holder := open(t, srv, lock.WithTTL(ttl))
 	waiter := open(t, srv, lock.WithTTL(ttl))
-	held := mustLock(t, holder, "k")
-
-	asked := time.Now()
-	got := lockInBackground(context.Background(), waiter, "k")
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	held, asked, got := waiterBehind(t, srv, holder, waiter)
 	time.Sleep(300*time.Millisecond - time.Since(asked))
 	scripts := callsOf(t, srv, "evalsha")
 	mustUnlock(t, held)
@@ -85,10 +105,7 @@ func TestAFastHandOffIsConfirmedWhereItsMessageCannotStandAlone(t *testing.T) {
 			srv := redistest.Start(t)
 			holder := open(t, srv, lock.WithTTL(c.holderTTL))
 			waiter := open(t, srv, lock.WithTTL(c.waiterTTL))
-			held := mustLock(t, holder, "k")
-			asked := time.Now()
-			got := lockInBackground(context.Background(), waiter, "k")
-			redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+			held, asked, got := waiterBehind(t, srv, holder, waiter)
 			time.Sleep(c.hold - time.Since(asked))
 			scripts := callsOf(t, srv, "evalsha")
 			if c.earlierVersionRelease {
@@ -138,18 +155,12 @@ func TestAFastWaiterTakesNoLeaseFromAGarbledMessage(t *testing.T) {
 	srv := redistest.Start(t)
 	holder := open(t, srv)
 	waiter := open(t, srv)
-	held := mustLock(t, holder, "k")
-	got := lockInBackground(context.Background(), waiter, "k")
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	held, _, got := waiterBehind(t, srv, holder, waiter)
 	_, id, channel := firstRequest(t, srv, "k")
 	for _, text := range []string{"garbled", "0 10000", "-5 10000", "18446744073709551616 10000", "7"} {
 		srv.Do(t, "PUBLISH", channel, id+" "+text)
 	}
-	select {
-	case r := <-got:
-		t.Fatalf("Lock returned while the holder held the lock: %v, %v", r.lease, r.err)
-	case <-time.After(200 * time.Millisecond):
-	}
+	requireStillWaiting(t, got, 200*time.Millisecond)
 	assert.Equal(t, held.Token(), mustInspect(t, holder, "k").Token)
 	mustUnlock(t, held)
 	r := awaitLock(t, got)
@@ -165,9 +176,7 @@ func TestAForgedHandOffMessageGrantsNoLease(t *testing.T) {
 	srv := redistest.Start(t)
 	holder := open(t, srv)
 	waiter := open(t, srv)
-	held := mustLock(t, holder, "k")
-	got := lockInBackground(context.Background(), waiter, "k")
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	held, _, got := waiterBehind(t, srv, holder, waiter)
 
 	srv.Do(t, "ACL", "SETUSER", "publisher", "on", ">pw", "resetkeys", "~unrelated:*", "&*", "+publish", "+pubsub|channels")
 	publisher, err := conn.Dial(context.Background(), "redis://publisher:pw@"+srv.Addr)
@@ -186,11 +195,7 @@ func TestAForgedHandOffMessageGrantsNoLease(t *testing.T) {
 			}
 		}
 	}
-	select {
-	case r := <-got:
-		t.Fatalf("Lock returned while the holder held the lock: token %v, %v", r.lease.Token(), r.err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	requireStillWaiting(t, got, 300*time.Millisecond)
 	mustUnlock(t, held)
 	r := awaitLock(t, got)
 	require.Equal(t, mustInspect(t, waiter, "k").Token, r.lease.Token())
@@ -207,10 +212,7 @@ func TestAWatchedLeaseFromAHandOffRidesOutAShortStall(t *testing.T) {
 	const ttl = 900 * time.Millisecond
 	holder := open(t, srv, lock.WithTTL(ttl))
 	waiter := open(t, srv, lock.WithTTL(ttl), lock.WithAutoExtend())
-	held := mustLock(t, holder, "k")
-	asked := time.Now()
-	got := lockInBackground(context.Background(), waiter, "k")
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	held, asked, got := waiterBehind(t, srv, holder, waiter)
 	time.Sleep(420*time.Millisecond - time.Since(asked))
 	mustUnlock(t, held)
 	r := awaitLock(t, got)
@@ -256,19 +258,13 @@ func TestAClaimTakesALeaseFromOneHandOffMessageAtMost(t *testing.T) {
 	srv := redistest.Start(t)
 	holder := open(t, srv)
 	waiter := open(t, srv)
-	held := mustLock(t, holder, "k")
-	got := lockInBackground(context.Background(), waiter, "k")
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	held, _, got := waiterBehind(t, srv, holder, waiter)
 	owner, id, channel := firstRequest(t, srv, "k")
 	srv.Do(t, "PUBLISH", channel, id+" 5 1 "+owner)
 	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
 	time.Sleep(50 * time.Millisecond) // the waiter has looked, and waits on
 	srv.Do(t, "PUBLISH", channel, id+" 5 10000 "+owner)
-	select {
-	case r := <-got:
-		t.Fatalf("Lock returned while the holder held the lock: token %v, %v", r.lease.Token(), r.err)
-	case <-time.After(300 * time.Millisecond):
-	}
+	requireStillWaiting(t, got, 300*time.Millisecond)
 	mustUnlock(t, held)
 	r := awaitLock(t, got)
 	require.Equal(t, mustInspect(t, waiter, "k").Token, r.lease.Token())
@@ -288,9 +284,7 @@ func TestAReplayRightBehindAHandOffDoesNotReplaceIt(t *testing.T) {
 	var stalled atomic.Bool
 	waiter := open(t, srv, lock.WithTTL(10*time.Second), stalledSubscriber(&stalled, 300*time.Millisecond))
 	other := open(t, srv, lock.WithTTL(10*time.Second))
-	held := mustLock(t, holder, "k")
-	got := lockInBackground(context.Background(), waiter, "k")
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	held, _, got := waiterBehind(t, srv, holder, waiter)
 	_, _, channel := firstRequest(t, srv, "k") // the spy finds it with PUBSUB CHANNELS
 
 	srv.Do(t, "ACL", "SETUSER", "spy", "on", ">pw", "resetkeys", "~unrelated:*", "&*", "+publish", "+subscribe", "+auth")
