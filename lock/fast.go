@@ -305,14 +305,13 @@ func (ln *fastListener) disarm() bool {
 // the claim's request knows, makes the message the release's: a client
 // allowed to publish on the process's channel, but not to read baton's
 // keys, cannot make a waiter take a lease. It does not make one, and the
-// waiter confirms the
-// hand-off with an acquire as a waiter of an earlier version does, where
-// the message is another's (an ID alone, from a release of an earlier
-// version), where the release set another TTL than the claim's, where
-// the wait took so long that counting from the first ask would leave the
-// lease less than half its TTL, where commands are to ride with the
-// acquire (the confirmation carries them at no cost), and where
-// WithReplicaAck asks for the acquire's acknowledgement.
+// waiter confirms the hand-off with an acquire as a waiter of an earlier
+// version does, where the message is another's (an ID alone, from a
+// release of an earlier version), where the release set another TTL than
+// the claim's, where the wait took so long that counting from the first
+// ask would leave the lease less than half its TTL, where commands are to
+// ride with the acquire (the confirmation carries them at no cost), and
+// where WithReplicaAck asks for the acquire's acknowledgement.
 func (c *claim) handedOver(message string, cmds [][]string) (attempt, bool, error) {
 	l := c.l
 	if len(cmds) > 0 || l.waitCmd != nil || time.Since(c.firstAsk) > l.opts.TTL/2 {
