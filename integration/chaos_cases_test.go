@@ -24,6 +24,10 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 			Old: old, Class: class, Note: "ok"}
 	}
 	read := func(n int) []modifyOp { return []modifyOp{{token: "k", call: ms(1000), ret: ms(1001), old: n}} }
+	otherActor := func(r chaosRecord) chaosRecord {
+		r.Actor = "p.b#1"
+		return r
+	}
 	predone := func(r chaosRecord, lastOpenLate float64) chaosRecord {
 		r.PreDone, r.LastOpenLate = true, ms(lastOpenLate)
 		return r
@@ -51,6 +55,16 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 		}, nil, ""},
 		{"a lease extended before Done seen held late", []chaosRecord{
 			lock("a", 0, 1, 10), predone(lease("a", 1, 2, 70, 10), 70), lock("b", 3, 6, 11), lease("b", 6, 7, 9, 11),
+		}, nil, findOverlap},
+		{"a lease that Close ended and handed on before its Lock returned", []chaosRecord{
+			lock("a", 0, 5, 10), lease("a", 5, 30, 0, 10),
+			{Kind: recClose, ID: "p.a#1.close", Actor: "p.a#1", Call: ms(3), Ret: ms(40), Class: classOK},
+			lock("b", 2, 4, 11), otherActor(lease("b", 4, 6, 20, 11)),
+		}, nil, ""},
+		{"a lease granted while another that Close ended was held", []chaosRecord{
+			lock("a", 0, 5, 10), lease("a", 5, 30, 0, 10),
+			{Kind: recClose, ID: "p.a#1.close", Actor: "p.a#1", Call: ms(3), Ret: ms(40), Class: classOK},
+			lock("b", 1, 2, 11), otherActor(lease("b", 2, 6, 20, 11)),
 		}, nil, findOverlap},
 		{"a Modify's fn inside a lease", []chaosRecord{
 			lock("a", 0, 1, 10), lease("a", 1, 2, 30, 10), modify("m", 4, 5, 0, classOK),

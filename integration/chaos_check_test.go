@@ -247,10 +247,21 @@ type holding struct {
 const doneLateness = int64(10 * time.Millisecond)
 
 // checkHoldings checks that no two holdings of one key overlap.
+//
+// A holding starts when its Lock returned, as the actor saw it, unless its
+// Locker's Close had begun by then: Close waits for the calls in progress
+// and then releases every lease, so a Lock that returned a lease while
+// Close ran (the lease was granted before Close began, or Lock would have
+// refused it) may have had it released, and handed on, before its caller
+// saw it return. Such a holding starts when the Close was called.
 func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
 	byKey := map[string][]holding{}
 	extended := map[string][]string{} // lease -> its extensions that succeeded
+	closing := map[string]int64{}     // Locker -> when its Close was called
 	for _, r := range recs {
+		if r.Kind == recClose {
+			closing[r.Actor] = r.Call
+		}
 		if r.Kind == recExtend && r.Class == classOK {
 			var ttl int64
 			fmt.Sscanf(r.Note, "ttl=%d", &ttl)
@@ -264,7 +275,11 @@ func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
 	for _, r := range recs {
 		switch {
 		case r.Kind == recLease:
-			end, grace := r.Call, int64(0)
+			start := r.Call
+			if c, ok := closing[r.Actor]; ok && c < start {
+				start = c
+			}
+			end, grace := start, int64(0)
 			switch {
 			case r.WatchAt == 0:
 			case r.PreDone:
@@ -284,7 +299,7 @@ func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
 			if e := extended[r.ID]; len(e) > 0 {
 				what += ", after " + strings.Join(e, ", ")
 			}
-			byKey[r.Key] = append(byKey[r.Key], holding{r.ID, r.Call, end, what + ")", grace})
+			byKey[r.Key] = append(byKey[r.Key], holding{r.ID, start, end, what + ")", grace})
 		case r.Kind == recModify && r.Class == classOK:
 			byKey[r.Key] = append(byKey[r.Key], holding{r.ID, r.FnStart, r.FnEnd, fmt.Sprintf("Modify %s's fn", r.ID), 0})
 		}
