@@ -3,6 +3,7 @@ package integration_test
 import (
 	"context"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,24 +19,23 @@ const (
 	// deadSlack is what the others may take beyond it on a loaded
 	// machine.
 	deadSlack = time.Second
-	// deadQueuedBound bounds the hand-off past dead queued waiters. The
-	// release skips a waiter whose process is gone, but Redis may run the
-	// release before it has read the end of the dead process's subscribe
-	// connection: the PUBLISH then counts a listener, the lock goes to
-	// the dead waiter for the 500ms hand-off window, and the live waiter
-	// takes it at its next renewal, a third of the 3s queue lease later;
-	// plus deadSlack. Over 50 runs of each case (-race, containers) the
-	// live waiter held the lock a median 1.0ms after the release, and at
-	// most 2.0ms with 1 dead and 985ms with 3 dead: that once, Redis had
-	// not yet seen a death.
-	deadQueuedBound = 500*time.Millisecond + time.Second + deadSlack
+	// deadQueuedBound bounds the hand-off past dead queued waiters, once
+	// the server has seen their processes' subscribe connections end: the
+	// release skips them and hands the lock to the live waiter. (A release
+	// that Redis runs before it has read the end of a dead process's
+	// connection takes that waiter for alive and hands it the lock for the
+	// releaser's TTL, as a holder that dies keeps it: the test waits for
+	// the deaths to be seen, so that its bound does not hang on that
+	// race.) Over 50 runs of each case (-race, containers), before the
+	// test waited so, the live waiter held the lock a median 1.0ms after
+	// the release.
+	deadQueuedBound = deadSlack
 )
 
 // TestADeadProcess SIGKILLs a worker process while it holds a lock, in
 // both modes, and while it is queued behind others in fair mode: the
 // others carry on, a dead holder costing at most its TTL, dead queued
-// waiters the hand-off past them, or at worst one hand-off window and a
-// renewal.
+// waiters the hand-off past them.
 func TestADeadProcess(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *backend) {
 		ctx := context.Background()
@@ -100,8 +100,15 @@ func TestADeadProcess(t *testing.T) {
 					unlocked <- lease.Unlock(ctx)
 				}()
 				waitQueued(t, holder.locker, "k", dead+1)
+				channels := queuedChannels(t, srv.Addr(), "k", dead)
 				for _, w := range workers {
 					w.kill()
+				}
+				for _, ch := range channels {
+					require.Eventually(t, func() bool {
+						v, err := doAt(srv.Addr(), "PUBSUB", "NUMSUB", ch)
+						return err == nil && len(v.Elems) == 2 && v.Elems[1].Int == 0
+					}, 10*time.Second, time.Millisecond, "the server still counts a subscriber of a dead waiter's channel %s", ch)
 				}
 				released := time.Now()
 				require.NoError(t, held.Unlock(ctx))
@@ -118,6 +125,25 @@ func TestADeadProcess(t *testing.T) {
 			})
 		}
 	})
+}
+
+// queuedChannels is where the first n waiters queued for key hear their
+// hand-offs: the channel of each's queue entry, "<deadline> <id>
+// <channel>".
+func queuedChannels(t *testing.T, addr, key string, n int) []string {
+	t.Helper()
+	owners, err := doAt(addr, "ZRANGE", "baton:{"+key+"}:queue", "0", strconv.Itoa(n-1))
+	require.NoError(t, err)
+	var channels []string
+	for _, owner := range owners.Elems {
+		entry, err := doAt(addr, "HGET", "baton:{"+key+"}:waiters", owner.Str)
+		require.NoError(t, err)
+		fields := strings.SplitN(entry.Str, " ", 3)
+		require.Len(t, fields, 3, "a queue entry %q", entry.Str)
+		channels = append(channels, fields[2])
+	}
+	require.Len(t, channels, n)
+	return channels
 }
 
 // waitQueued waits until n owners are queued for key.

@@ -108,9 +108,10 @@ type claim struct {
 	// claim's waiter; set by a fast-mode Lock before it first asks.
 	asker string
 	// asked is set once a fast-mode attempt of the claim has asked, and
-	// firstAsk just before that attempt was sent: every request of the
-	// claim was put on the list after it. Only the goroutine of its Lock
-	// uses them.
+	// firstAsk just before that attempt (or a fair-mode claim's first
+	// attempt that queued) was sent: every request or queue entry of the
+	// claim was made after it, and so every hand-off to it. Only the
+	// goroutine of its Lock uses them.
 	asked    bool
 	firstAsk time.Time
 	// heardHandOff is set once a hand-off's message with the claim's

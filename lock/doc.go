@@ -88,15 +88,20 @@
 // [WithFair] makes the order of acquisition a property of the protocol:
 // waiters from every process queue in Redis in the order their requests
 // reached the server, and a release hands the lock straight to the head of
-// the queue. No keyspace notification and no particular reply order is
+// the queue, as a fast release hands it to a request: the lock set to the
+// waiter's owner token with the releaser's TTL, and the fencing token and
+// the TTL sent to the waiter, which holds its lease from that message,
+// counted from when it first queued. No keyspace notification and no
+// particular reply order is
 // relied on: fair mode works on any server with EVAL and
 // PUBLISH/SUBSCRIBE (SPUBLISH/SSUBSCRIBE on a cluster), where CONFIG is
 // refused, and behind proxies. [Locker.TryLock] does not jump the queue.
 //
 // A waiter keeps its place by renewing it every third of the queue lease
 // ([WithQueueLease], 3s by default). A waiter whose process is gone is
-// skipped at hand-off; one that stalls holds a lock handed to it for the
-// hand-off window at most, and its place until its queue lease runs out.
+// skipped at hand-off; one that stalls holds a lock handed to it as a
+// stalled holder does, up to the releaser's TTL, and its place until its
+// queue lease runs out.
 //
 // Every Locker of a key must use the same mode.
 //
@@ -184,8 +189,7 @@
 //     gone, can repeat tokens.
 //   - Dead waiters do not stall a lock: a waiter whose process died is
 //     skipped by the release itself; one that stalled holds the lock for
-//     the hand-off window at most in fair mode, and for the releaser's
-//     TTL at most in fast mode, as a stalled holder does.
+//     the releaser's TTL at most, as a stalled holder does.
 //   - Nothing is left behind: every key has a TTL. The lock has its
 //     holder's, a request its asker's, the fencing counter the fence
 //     retention, and the fair queue's keys the queue lease.

@@ -10,11 +10,12 @@ import (
 )
 
 // lockFair queues for the lock and waits to be handed it. A hand-off
-// arrives as a directed message; the attempt it prompts confirms the
-// offer (with cmds in the same write) and gets the fencing token. The same
-// attempt, repeated every third of the queue lease and after a reconnect,
-// renews the place in the queue and catches an offer whose message was
-// lost.
+// arrives as a directed message, which carries the lease (see
+// handedOver); where it cannot, the attempt it prompts confirms the
+// hand-off (with cmds in the same write) and gets the fencing token. The
+// same attempt, repeated every third of the queue lease and after a
+// reconnect, renews the place in the queue and catches a hand-off whose
+// message was lost.
 //
 // Under shard channels, registering for hand-offs is a subscription, a
 // round trip of its own, so a free lock with nobody queued is first tried
@@ -64,9 +65,16 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (attempt, error) 
 		var withCmds [][]string
 		select {
 		case <-fl.w.Wake():
-			// An offer (or a reconnect, or the slot leaving the node,
-			// after which one may have been missed): confirm it, with
-			// the commands.
+			// A hand-off (or a reconnect, or the slot leaving the node,
+			// after which one may have been missed): take the lease its
+			// message carries, or confirm it, with the commands. The
+			// attempt before ran before the hand-off (after it, it
+			// would have found the lock the claim's own).
+			if message := fl.inbox.take(); message != "" {
+				if a, ok, err := c.handedOver(message, cmds, queuedAfter); ok {
+					return a, err
+				}
+			}
 			withCmds = cmds
 		case <-timer.C:
 		case <-ctx.Done():
@@ -88,8 +96,9 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (attempt, error) 
 // fairListener is a fair waiter's registration for hand-offs, on the
 // Subscriber of the key's node.
 type fairListener struct {
-	sub *subscriber.Subscriber
-	w   *subscriber.Waiter
+	sub   *subscriber.Subscriber
+	w     *subscriber.Waiter
+	inbox handOffInbox // the hand-off's message for the claim
 }
 
 // listenFair registers the claim's waiter for hand-offs. On success the
@@ -97,9 +106,13 @@ type fairListener struct {
 func (c *claim) listenFair(ctx context.Context) (*fairListener, error) {
 	var fl *fairListener
 	err := c.listen(ctx, func(sub *subscriber.Subscriber) error {
-		w, err := c.directedWaiter(ctx, sub, nil)
+		// The listener before, if any, is closed: its waiter's
+		// messages no longer reach the inbox.
+		c.listener.inbox.message.Store(nil)
+		c.listener.inbox.owner = c.owner
+		w, err := c.directedWaiter(ctx, sub, c.listener.inbox.heard)
 		if err == nil {
-			c.listener = fairListener{sub: sub, w: w}
+			c.listener.sub, c.listener.w = sub, w
 			fl = &c.listener
 		}
 		return err
@@ -119,7 +132,7 @@ func (c *claim) listenFair(ctx context.Context) (*fairListener, error) {
 func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]string, queuedAfter uint64) (attempt, error) {
 	l := c.l
 	args := fairAcquireArgs{owner: c.owner, ttl: l.ttlArg, waiterID: "0", queueLease: l.queueLeaseArg,
-		retention: l.retentionArg, window: l.windowArg, queued: c.queued, publish: l.publish}
+		retention: l.retentionArg, queued: c.queued, publish: l.publish}
 	if fl != nil {
 		var waiterID uint64
 		args.channel, waiterID = fl.w.Address()
@@ -127,6 +140,9 @@ func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]stri
 	}
 	c.queued = c.queued || fl != nil
 	start := time.Now()
+	if fl != nil && c.firstAsk.IsZero() {
+		c.firstAsk = start
+	}
 	r, err := l.runAcked(ctx, c.cmd, scriptCall{script: &fairAcquireScript, keys: c.names.fairKeys(), args: args.argv()}, cmds)
 	a, err := c.fairAcquired(start, r.reply, err, queuedAfter)
 	return c.confirmed(ctx, a, r, err)
@@ -163,7 +179,7 @@ func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAft
 // fairRelease is the release script's call for the claim, behind a PING
 // as every release is.
 func (c *claim) fairRelease() scriptCall {
-	return scriptCall{script: &fairReleaseScript, keys: c.names.fairKeys(), args: fairReleaseArgs{owner: c.owner, window: c.l.windowArg, publish: c.l.publish}.argv(), lead: pingFirst}
+	return scriptCall{script: &fairReleaseScript, keys: c.names.fairKeys(), args: fairReleaseArgs{owner: c.owner, ttl: c.l.ttlArg, retention: c.l.retentionArg, publish: c.l.publish}.argv(), lead: pingFirst}
 }
 
 // fairCommit is the commit script's call for the claim's write-back w.
@@ -187,20 +203,22 @@ type fairAcquireArgs struct {
 	queueLease        string
 	join              bool   // queue, or renew the claim's place; else only try
 	retention         string // the fencing counter's TTL
-	window            string // the hand-off window
 	queued            bool   // an earlier attempt of the claim may have queued it
 	publish           string
 }
 
 func (a fairAcquireArgs) argv() []string {
-	return []string{a.owner, a.ttl, a.waiterID, a.channel, a.queueLease, flag(a.join), a.retention, a.window, flag(a.queued), a.publish}
+	return []string{a.owner, a.ttl, a.waiterID, a.channel, a.queueLease, flag(a.join), a.retention, flag(a.queued), a.publish}
 }
 
 // fairReleaseArgs are the ARGV of fair.lua's release.
 type fairReleaseArgs struct {
-	owner   string
-	window  string // the hand-off window
-	publish string
+	owner     string
+	ttl       string // a hand-off's
+	retention string // the fencing counter's TTL, for a hand-off
+	publish   string
 }
 
-func (a fairReleaseArgs) argv() []string { return []string{a.owner, a.window, a.publish} }
+func (a fairReleaseArgs) argv() []string {
+	return []string{a.owner, a.ttl, a.retention, a.publish}
+}

@@ -7,7 +7,6 @@ package lock
 import (
 	"context"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -78,7 +77,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 		if handOff != "" {
 			// The attempt ran before the hand-off (after it, it would
 			// have found the lock its own): the message stands.
-			if a, ok, err := c.handedOver(handOff, cmds); ok {
+			if a, ok, err := c.handedOver(handOff, cmds, 0); ok {
 				return a, err
 			}
 			handOff = ""
@@ -129,7 +128,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 			}
 		case <-ln.releaseWake():
 		case <-ln.handoff.Wake():
-			handOff, withCmds = ln.handOffMessage(), cmds
+			handOff, withCmds = ln.inbox.take(), cmds
 		case <-timer.C:
 			timedOut = true
 		case <-waitCtx.Done():
@@ -145,7 +144,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 			return attempt{}, c.errorf("wait", c.stopReason(waitCtx.Err()))
 		}
 		if sent == nil && handOff != "" {
-			a, ok, err := c.handedOver(handOff, cmds)
+			a, ok, err := c.handedOver(handOff, cmds, 0)
 			if ok {
 				return a, err
 			}
@@ -172,32 +171,7 @@ type fastListener struct {
 	handoff *subscriber.Waiter
 	release *subscriber.Waiter // nil until the waiter watches the releases
 	early   *earlyAttempt      // nil until the waiter watches the releases
-	// message is the text of a hand-off's message for the claim, stored
-	// by the subscriber's reader goroutine and taken by the waiter.
-	message atomic.Pointer[string]
-	owner   string // the claim's owner token, set when ln is made
-}
-
-// heard keeps the text of a hand-off's message for the claim
-// (Topic.OnMessage): the first that ends with its owner token, until the
-// waiter takes it. A later one, while it waits to be taken, can only be a
-// replay (a client that saw the release's message on the channel and
-// published another with the same owner token), which must not replace
-// the release's own: the server delivers a channel's messages in the
-// order they were published, so the release's comes first.
-func (ln *fastListener) heard(text string) {
-	if strings.HasSuffix(text, " "+ln.owner) {
-		ln.message.CompareAndSwap(nil, &text)
-	}
-}
-
-// handOffMessage takes the text of the hand-off's message that heard
-// kept, or "".
-func (ln *fastListener) handOffMessage() string {
-	if m := ln.message.Swap(nil); m != nil {
-		return *m
-	}
-	return ""
+	inbox   handOffInbox       // the hand-off's message for the claim
 }
 
 // hears is what a fast waiter listens for.
@@ -217,8 +191,8 @@ func (c *claim) listenFast(ctx context.Context, h hears) (*fastListener, error) 
 	}
 	var ln *fastListener
 	err = c.listen(ctx, func(sub *subscriber.Subscriber) error {
-		ln = &fastListener{sub: sub, node: node, owner: c.owner}
-		handoff, err := c.directedWaiter(ctx, sub, ln.heard)
+		ln = &fastListener{sub: sub, node: node, inbox: handOffInbox{owner: c.owner}}
+		handoff, err := c.directedWaiter(ctx, sub, ln.inbox.heard)
 		if err != nil {
 			return err
 		}
@@ -294,50 +268,6 @@ func (ln *fastListener) arm() {
 // hook has sent it already.
 func (ln *fastListener) disarm() bool {
 	return ln.early == nil || ln.early.armed.CompareAndSwap(true, false)
-}
-
-// handedOver makes the lease that a hand-off's message, "<token> <ttl>
-// <owner>" (see fast.lua's handOff), grants the claim, and reports
-// whether it did. The release that sent it set the lock to the claim's
-// owner token for ttl, after the claim first asked: so the lease counts
-// its TTL from c.firstAsk, a moment before the server set it, and needs
-// no confirmation. The claim's owner token, which only a script that read
-// the claim's request knows, makes the message the release's: a client
-// allowed to publish on the process's channel, but not to read baton's
-// keys, cannot make a waiter take a lease. It does not make one, and the
-// waiter confirms the hand-off with an acquire as a waiter of an earlier
-// version does, where the message is another's (an ID alone, from a
-// release of an earlier version), where the release set another TTL than
-// the claim's, where the wait took so long that counting from the first
-// ask would leave the lease less than half its TTL, where commands are to
-// ride with the acquire (the confirmation carries them at no cost), and
-// where WithReplicaAck asks for the acquire's acknowledgement.
-func (c *claim) handedOver(message string, cmds [][]string) (attempt, bool, error) {
-	l := c.l
-	if len(cmds) > 0 || l.waitCmd != nil || time.Since(c.firstAsk) > l.opts.TTL/2 {
-		return attempt{}, false, nil
-	}
-	tokenText, rest, _ := strings.Cut(message, " ")
-	ttl, owner, _ := strings.Cut(rest, " ")
-	if owner != c.owner || c.heardHandOff {
-		return attempt{}, false, nil
-	}
-	// A claim takes a lease from its first hand-off's message at most:
-	// a later one bearing its owner token is a replay by a client that
-	// saw the first on the channel (a hand-off the claim confirmed, and
-	// lost before the confirmation came, is handed to it anew only after
-	// it asks again, and confirmed then too).
-	c.heardHandOff = true
-	token, err := strconv.ParseUint(tokenText, 10, 64)
-	if err != nil || token == 0 || ttl != l.ttlArg {
-		return attempt{}, false, nil
-	}
-	ls := c.newLease(token, c.firstAsk, 0)
-	if ls == nil {
-		c.releaseInBackground()
-		return attempt{}, true, c.errorf("wait", ErrClosed)
-	}
-	return attempt{lease: ls}, true, nil
 }
 
 // formatAsker is where a hand-off reaches a waiter (see

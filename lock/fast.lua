@@ -143,11 +143,10 @@ return 1
 -- KEYS: lock, state, wanted, fence
 -- ARGV: owner, value, stateTTL, keep ("1" to keep the lock), ttl (the
 --       lock's, and a hand-off's), ifExists ("1" if the state must
---       exist), window (unused here: fair mode's), publish, retention
---       (the fence's TTL)
+--       exist), publish, retention (the fence's TTL)
 -- Returns as commit does.
 local lock, state, wanted, fence = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, value, stateTTL, keep, ttl, ifExists, publish, retention =
-	ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5], ARGV[6] == '1', ARGV[8], ARGV[9]
+	ARGV[1], ARGV[2], ARGV[3], ARGV[4] == '1', ARGV[5], ARGV[6] == '1', ARGV[7], ARGV[8]
 return commit(lock, owner, state, value, stateTTL, keep, ttl, ifExists,
 	function() return handOff(lock, fence, wanted, owner, ttl, retention, publish) end)

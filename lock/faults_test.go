@@ -46,7 +46,7 @@ func fastScript(cmd []string) string {
 		return fastWithdraw
 	case keys == 3 && args == 4:
 		return fastRelease
-	case keys == 4 && args == 9:
+	case keys == 4 && args == 8:
 		return fastCommit
 	}
 	return ""

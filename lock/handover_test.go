@@ -32,16 +32,33 @@ func awaitLock(t *testing.T, got <-chan outcome) outcome {
 }
 
 // waiterBehind has holder take key "k" on srv and waiter call Lock for
-// it, and returns once the waiter's request stands: the holder's lease,
-// when the waiter's Lock was called (a moment before its first ask), and
-// what that Lock comes to.
-func waiterBehind(t *testing.T, srv *redistest.Server, holder, waiter *lock.Locker) (held *lock.Lease, asked time.Time, got <-chan outcome) {
+// it, and returns once the waiter's request stands (fast mode) or it is
+// queued (fair mode): the holder's lease, when the waiter's Lock was
+// called (a moment before its first ask), and what that Lock comes to.
+func waiterBehind(t *testing.T, srv *redistest.Server, mode string, holder, waiter *lock.Locker) (held *lock.Lease, asked time.Time, got <-chan outcome) {
 	t.Helper()
 	held = mustLock(t, holder, "k")
 	asked = time.Now()
 	got = lockInBackground(context.Background(), waiter, "k")
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, func() bool { return waitersOf(t, srv, mode, "k") == 1 }, 5*time.Second, time.Millisecond)
 	return held, asked, got
+}
+
+// waitersOf is how many waiters stand for key: requests in fast mode,
+// queue entries in fair mode.
+func waitersOf(t *testing.T, srv *redistest.Server, mode, key string) int64 {
+	t.Helper()
+	if mode == "fair" {
+		return queueLen(t, srv, key)
+	}
+	return requestsOf(t, srv, key)
+}
+
+// bothModes runs test in a subtest for each mode.
+func bothModes(t *testing.T, test func(t *testing.T, mode string)) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) { test(t, mode) })
+	}
 }
 
 // requireStillWaiting fails the test if the Lock sent by
@@ -55,17 +72,19 @@ func requireStillWaiting(t *testing.T, got <-chan outcome, d time.Duration) {
 	}
 }
 
-// A fast waiter handed the lock holds its lease from the hand-off's
-// message: the release sets its TTL and issues its token, and no
-// confirmation follows. The lease counts its TTL from the waiter's first
-// ask, a moment before the release set the TTL, so it ends before the
-// lock does in Redis, here some 300 ms before.
-func TestAFastHandOffNeedsNoConfirmation(t *testing.T) {
+// A waiter handed the lock holds its lease from the hand-off's message:
+// the release sets its TTL and issues its token, and no confirmation
+// follows. The lease counts its TTL from the waiter's first ask (fast
+// mode) or queueing (fair mode), a moment before the release set the TTL,
+// so it ends before the lock does in Redis, here some 300 ms before.
+func TestAHandOffNeedsNoConfirmation(t *testing.T) { bothModes(t, testAHandOffNeedsNoConfirmation) }
+
+func testAHandOffNeedsNoConfirmation(t *testing.T, mode string) {
 	srv := redistest.Start(t)
 	const ttl = time.Second
-	holder := open(t, srv, lock.WithTTL(ttl))
-	waiter := open(t, srv, lock.WithTTL(ttl))
-	held, asked, got := waiterBehind(t, srv, holder, waiter)
+	holder := open(t, srv, modeOptions(mode, lock.WithTTL(ttl))...)
+	waiter := open(t, srv, modeOptions(mode, lock.WithTTL(ttl))...)
+	held, asked, got := waiterBehind(t, srv, mode, holder, waiter)
 	time.Sleep(300*time.Millisecond - time.Since(asked))
 	scripts := callsOf(t, srv, "evalsha")
 	mustUnlock(t, held)
@@ -90,7 +109,11 @@ func TestAFastHandOffNeedsNoConfirmation(t *testing.T) {
 // anew: when the releaser set another TTL, when the wait used up more
 // than half the waiter's TTL, and when the release is an earlier
 // version's, whose message is the waiter's ID alone.
-func TestAFastHandOffIsConfirmedWhereItsMessageCannotStandAlone(t *testing.T) {
+func TestAHandOffIsConfirmedWhereItsMessageCannotStandAlone(t *testing.T) {
+	bothModes(t, testAHandOffIsConfirmedWhereItsMessageCannotStandAlone)
+}
+
+func testAHandOffIsConfirmedWhereItsMessageCannotStandAlone(t *testing.T, mode string) {
 	for _, c := range []struct {
 		name                  string
 		holderTTL, waiterTTL  time.Duration
@@ -103,13 +126,13 @@ func TestAFastHandOffIsConfirmedWhereItsMessageCannotStandAlone(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			holder := open(t, srv, lock.WithTTL(c.holderTTL))
-			waiter := open(t, srv, lock.WithTTL(c.waiterTTL))
-			held, asked, got := waiterBehind(t, srv, holder, waiter)
+			holder := open(t, srv, modeOptions(mode, lock.WithTTL(c.holderTTL))...)
+			waiter := open(t, srv, modeOptions(mode, lock.WithTTL(c.waiterTTL))...)
+			held, asked, got := waiterBehind(t, srv, mode, holder, waiter)
 			time.Sleep(c.hold - time.Since(asked))
 			scripts := callsOf(t, srv, "evalsha")
 			if c.earlierVersionRelease {
-				handOffAsAnEarlierVersion(t, srv, "k")
+				handOffAsAnEarlierVersion(t, srv, mode, "k")
 			} else {
 				mustUnlock(t, held)
 			}
@@ -128,20 +151,34 @@ func TestAFastHandOffIsConfirmedWhereItsMessageCannotStandAlone(t *testing.T) {
 	}
 }
 
-// handOffAsAnEarlierVersion hands key's lock to the first request, as a
-// release of an earlier version did: the lock set to the asker's owner
-// token for the hand-off window, and the waiter's ID alone published.
-func handOffAsAnEarlierVersion(t *testing.T, srv *redistest.Server, key string) {
+// handOffAsAnEarlierVersion hands key's lock to the first waiter, as a
+// release of an earlier version did: the waiter taken off the list or the
+// queue, the lock set to its owner token for the hand-off window, and the
+// waiter's ID alone published.
+func handOffAsAnEarlierVersion(t *testing.T, srv *redistest.Server, mode, key string) {
 	t.Helper()
-	owner, id, channel := firstRequest(t, srv, key)
-	srv.Do(t, "LPOP", "baton:{"+key+"}:wanted")
+	owner, id, channel := firstWaiter(t, srv, mode, key)
+	if mode == "fair" {
+		srv.Do(t, "ZREM", "baton:{"+key+"}:queue", owner)
+		srv.Do(t, "HDEL", "baton:{"+key+"}:waiters", owner)
+	} else {
+		srv.Do(t, "LPOP", "baton:{"+key+"}:wanted")
+	}
 	srv.Do(t, "SET", "baton:{"+key+"}", owner, "PX", "500")
 	srv.Do(t, "PUBLISH", channel, id)
 }
 
-// firstRequest is the first fast-mode request standing for key.
-func firstRequest(t *testing.T, srv *redistest.Server, key string) (owner, id, channel string) {
+// firstWaiter is the first waiter standing for key: its owner token, and
+// where its hand-off reaches it.
+func firstWaiter(t *testing.T, srv *redistest.Server, mode, key string) (owner, id, channel string) {
 	t.Helper()
+	if mode == "fair" {
+		owner = srv.Do(t, "ZRANGE", "baton:{"+key+"}:queue", "0", "0").Elems[0].Str
+		entry := srv.Do(t, "HGET", "baton:{"+key+"}:waiters", owner).Str
+		fields := strings.SplitN(entry, " ", 3) // deadline, ID, channel
+		require.Len(t, fields, 3, "a queue entry %q", entry)
+		return owner, fields[1], fields[2]
+	}
 	request := srv.Do(t, "LINDEX", "baton:{"+key+"}:wanted", "0").Str
 	fields := strings.SplitN(request, " ", 3)
 	require.Len(t, fields, 3, "a request %q", request)
@@ -151,12 +188,16 @@ func firstRequest(t *testing.T, srv *redistest.Server, key string) (owner, id, c
 // A message that names a waiter but does not read as a hand-off (garbled,
 // or a token of 0) only wakes it: the waiter looks, finds the lock still
 // held, and waits on for the release, which hands it over.
-func TestAFastWaiterTakesNoLeaseFromAGarbledMessage(t *testing.T) {
+func TestAWaiterTakesNoLeaseFromAGarbledMessage(t *testing.T) {
+	bothModes(t, testAWaiterTakesNoLeaseFromAGarbledMessage)
+}
+
+func testAWaiterTakesNoLeaseFromAGarbledMessage(t *testing.T, mode string) {
 	srv := redistest.Start(t)
-	holder := open(t, srv)
-	waiter := open(t, srv)
-	held, _, got := waiterBehind(t, srv, holder, waiter)
-	_, id, channel := firstRequest(t, srv, "k")
+	holder := open(t, srv, modeOptions(mode)...)
+	waiter := open(t, srv, modeOptions(mode)...)
+	held, _, got := waiterBehind(t, srv, mode, holder, waiter)
+	_, id, channel := firstWaiter(t, srv, mode, "k")
 	for _, text := range []string{"garbled", "0 10000", "-5 10000", "18446744073709551616 10000", "7"} {
 		srv.Do(t, "PUBLISH", channel, id+" "+text)
 	}
@@ -173,10 +214,14 @@ func TestAFastWaiterTakesNoLeaseFromAGarbledMessage(t *testing.T) {
 // owner token of a waiting claim, and only wake the waiter to look: no
 // second holder, no token that is not the stored one.
 func TestAForgedHandOffMessageGrantsNoLease(t *testing.T) {
+	bothModes(t, testAForgedHandOffMessageGrantsNoLease)
+}
+
+func testAForgedHandOffMessageGrantsNoLease(t *testing.T, mode string) {
 	srv := redistest.Start(t)
-	holder := open(t, srv)
-	waiter := open(t, srv)
-	held, _, got := waiterBehind(t, srv, holder, waiter)
+	holder := open(t, srv, modeOptions(mode)...)
+	waiter := open(t, srv, modeOptions(mode)...)
+	held, _, got := waiterBehind(t, srv, mode, holder, waiter)
 
 	srv.Do(t, "ACL", "SETUSER", "publisher", "on", ">pw", "resetkeys", "~unrelated:*", "&*", "+publish", "+pubsub|channels")
 	publisher, err := conn.Dial(context.Background(), "redis://publisher:pw@"+srv.Addr)
@@ -212,7 +257,7 @@ func TestAWatchedLeaseFromAHandOffRidesOutAShortStall(t *testing.T) {
 	const ttl = 900 * time.Millisecond
 	holder := open(t, srv, lock.WithTTL(ttl))
 	waiter := open(t, srv, lock.WithTTL(ttl), lock.WithAutoExtend())
-	held, asked, got := waiterBehind(t, srv, holder, waiter)
+	held, asked, got := waiterBehind(t, srv, "fast", holder, waiter)
 	time.Sleep(420*time.Millisecond - time.Since(asked))
 	mustUnlock(t, held)
 	r := awaitLock(t, got)
@@ -255,13 +300,17 @@ func TestTheRawScriptsAreTheLocksOwn(t *testing.T) {
 // the lock still the holder's, and waits on; the second, well formed,
 // makes no second holder.
 func TestAClaimTakesALeaseFromOneHandOffMessageAtMost(t *testing.T) {
+	bothModes(t, testAClaimTakesALeaseFromOneHandOffMessageAtMost)
+}
+
+func testAClaimTakesALeaseFromOneHandOffMessageAtMost(t *testing.T, mode string) {
 	srv := redistest.Start(t)
-	holder := open(t, srv)
-	waiter := open(t, srv)
-	held, _, got := waiterBehind(t, srv, holder, waiter)
-	owner, id, channel := firstRequest(t, srv, "k")
+	holder := open(t, srv, modeOptions(mode)...)
+	waiter := open(t, srv, modeOptions(mode)...)
+	held, _, got := waiterBehind(t, srv, mode, holder, waiter)
+	owner, id, channel := firstWaiter(t, srv, mode, "k")
 	srv.Do(t, "PUBLISH", channel, id+" 5 1 "+owner)
-	redistest.Eventually(t, func() bool { return requestsOf(t, srv, "k") == 1 }, 5*time.Second, time.Millisecond)
+	redistest.Eventually(t, func() bool { return waitersOf(t, srv, mode, "k") == 1 }, 5*time.Second, time.Millisecond)
 	time.Sleep(50 * time.Millisecond) // the waiter has looked, and waits on
 	srv.Do(t, "PUBLISH", channel, id+" 5 10000 "+owner)
 	requireStillWaiting(t, got, 300*time.Millisecond)
@@ -284,8 +333,8 @@ func TestAReplayRightBehindAHandOffDoesNotReplaceIt(t *testing.T) {
 	var stalled atomic.Bool
 	waiter := open(t, srv, lock.WithTTL(10*time.Second), stalledSubscriber(&stalled, 300*time.Millisecond))
 	other := open(t, srv, lock.WithTTL(10*time.Second))
-	held, _, got := waiterBehind(t, srv, holder, waiter)
-	_, _, channel := firstRequest(t, srv, "k") // the spy finds it with PUBSUB CHANNELS
+	held, _, got := waiterBehind(t, srv, "fast", holder, waiter)
+	_, _, channel := firstWaiter(t, srv, "fast", "k") // the spy finds it with PUBSUB CHANNELS
 
 	srv.Do(t, "ACL", "SETUSER", "spy", "on", ">pw", "resetkeys", "~unrelated:*", "&*", "+publish", "+subscribe", "+auth")
 	spy := redistest.DialRaw(t, srv.Addr)

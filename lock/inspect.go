@@ -20,8 +20,7 @@ const shownOwnerLen = 8
 // the server, whose clock counts every time in it.
 type Info struct {
 	// Held reports whether the lock is held: <prefix>{key} exists. A lock
-	// being handed to a waiter that has not confirmed yet is held, by
-	// that waiter.
+	// handed to a waiter is held, by that waiter, from the release on.
 	Held bool
 
 	// Holder is the start of the holder's owner token, the value of
@@ -37,19 +36,18 @@ type Info struct {
 
 	// Token is the holder's fencing token, or 0 when it cannot be known.
 	// It is read from <prefix>{key}:fence, the last token handed out.
-	// Only an acquire or a fast hand-off hands one out, to the owner it
-	// makes the holder, so while the lock is held that is the holder's
-	// token, but for two cases. The counter may be gone: it expires a
-	// fence retention after the last acquisition, which a holder that
-	// keeps extending outlasts; Token is then 0. And the lock may be in a
-	// hand-off that its waiter confirms: in fair mode, from the release
-	// until the confirmation (the hand-off window, 500ms at most), the
-	// counter still holds the previous holder's token; in fast mode,
-	// where the waiter confirms rather than take the lease from the
-	// release's message (see the package doc), it holds the token the
-	// release issued, which no lease takes. Either way the new holder's,
-	// once it confirms, is greater. Nothing tells such a hand-off from a
-	// holding. 0 when the lock is free.
+	// Only an acquire or a hand-off hands one out, to the owner it makes
+	// the holder, so while the lock is held that is the holder's token,
+	// but for two cases. The counter may be gone: it expires a fence
+	// retention after the last acquisition, which a holder that keeps
+	// extending outlasts; Token is then 0. And the lock may be in a
+	// hand-off that its waiter confirms, rather than take the lease from
+	// the release's message (see the package doc): from the release until
+	// the confirmation, the counter holds the token the release issued,
+	// which no lease takes (or, from a release of an earlier version, the
+	// previous holder's). Either way the new holder's, once it confirms,
+	// is greater. Nothing tells such a hand-off from a holding. 0 when the
+	// lock is free.
 	Token uint64
 
 	// Wanted reports whether an owner other than the holder asked for the

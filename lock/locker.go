@@ -12,14 +12,10 @@ import (
 	"github.com/batonlock/baton/subscriber"
 )
 
-// handoffWindow is how long a lock handed to a fair waiter stays reserved
-// for it before it confirms: the hand-off sets the lock to the waiter's
-// owner token with this TTL (or the lock's TTL, if shorter), and the
-// waiter's confirmation sets its full TTL. A waiter that stalls instead
-// of confirming holds the lock this long at most. The lease's own
-// deadline counts from the confirmation, so the window never stretches a
-// lease. A fast waiter looks again after it, and then watches the
-// releases (see waitFast).
+// handoffWindow is how long a fast waiter waits for a hand-off before it
+// looks again, and then watches the releases (see waitFast). A release of
+// an earlier version set a lock handed to a waiter for this long, until
+// the waiter confirmed.
 const handoffWindow = 500 * time.Millisecond
 
 // Locker hands out leases on named locks.
@@ -29,7 +25,7 @@ type Locker struct {
 	opts  settings
 
 	// The options in milliseconds, as sent; set once in newLocker.
-	ttlArg, queueLeaseArg, retentionArg, windowArg string
+	ttlArg, queueLeaseArg, retentionArg string
 	// publish is the command the scripts publish with (see shared.lua),
 	// and sharded says which: SPUBLISH, to shard channels, or PUBLISH.
 	// Set once in newLocker.
@@ -206,7 +202,6 @@ func newLocker(nodes backend, o settings, ch channels) *Locker {
 		ttlArg:        millis(o.TTL),
 		queueLeaseArg: millis(o.QueueLease),
 		retentionArg:  millis(o.FenceRetention),
-		windowArg:     millis(min(o.TTL, handoffWindow)),
 		waitCmd:       waitCommand(o),
 		leases:        map[*Lease]struct{}{},
 	}

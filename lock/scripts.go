@@ -184,7 +184,7 @@ func (s script) command(src scriptSource, keys, args []string) []string {
 // release's, or any script sent behind a PING, whose arguments fit.
 type pingBatch struct {
 	cmds [2][]string
-	args [12]string
+	args [16]string // a fair release's 13, a fast commit's 15
 }
 
 func (s script) appendCommand(cmd []string, src scriptSource, keys, args []string) []string {
@@ -254,14 +254,13 @@ type commitArgs struct {
 	owner, value, stateTTL string
 	keep                   bool // keep the lock, else let it go
 	ttl                    string
-	ifExists               bool   // write only over a state that exists
-	window                 string // fair mode's hand-off window
+	ifExists               bool // write only over a state that exists
 	publish                string
-	retention              string // the fencing counter's TTL, for fast mode's hand-off
+	retention              string // the fencing counter's TTL, for a hand-off
 }
 
 func (a commitArgs) argv() []string {
-	return []string{a.owner, a.value, a.stateTTL, flag(a.keep), a.ttl, flag(a.ifExists), a.window, a.publish, a.retention}
+	return []string{a.owner, a.value, a.stateTTL, flag(a.keep), a.ttl, flag(a.ifExists), a.publish, a.retention}
 }
 
 // flag is a boolean ARGV as the scripts read it: "1" or "0".

@@ -75,7 +75,7 @@ end
 -- process heard it. PUBLISH answers how many clients received the
 -- message, and pattern subscribers count among them: one PSUBSCRIBE *
 -- anywhere (an operator's redis-cli, a pub/sub bridge) would make every
--- dead waiter look alive and keep the lock for its hand-off window. So a
+-- dead waiter look alive and keep the lock for the releaser's TTL. So a
 -- plain channel's own subscribers are counted first, and a channel nobody
 -- subscribes to is not published on. Shard channels have no pattern
 -- subscribers: SPUBLISH's count is trusted.
@@ -83,8 +83,8 @@ end
 -- tell never raises: it runs after a write-back's first write, whose
 -- error reply must mean that nothing was written. A user whose ACL lacks
 -- PUBSUB NUMSUB is told by PUBLISH's count; one that lacks PUBLISH counts
--- as heard, and the lock waits for a waiter that was not told: out its
--- hand-off window in fair mode, out the releaser's TTL in fast mode.
+-- as heard, and the lock waits out the releaser's TTL for a waiter that
+-- was not told.
 local function tell(publish, channel, id)
 	if publish == 'PUBLISH' then
 		local subscribers = redis.pcall('PUBSUB', 'NUMSUB', channel)

@@ -158,5 +158,5 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 func (c *claim) commitArgs(w *Write) []string {
 	l := c.l
 	return commitArgs{owner: c.owner, value: w.Value, stateTTL: millis(w.TTL), keep: !w.Unlock, ttl: l.ttlArg,
-		ifExists: w.IfExists, window: l.windowArg, publish: l.publish, retention: l.retentionArg}.argv()
+		ifExists: w.IfExists, publish: l.publish, retention: l.retentionArg}.argv()
 }
