@@ -34,7 +34,11 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (attempt, error) 
 	if err != nil {
 		return attempt{}, err
 	}
-	defer func() { fl.w.Close() }()
+	defer func() {
+		if fl != nil { // nil after a listen that failed, which closed nothing
+			fl.w.Close()
+		}
+	}()
 	a, err := c.fairAttempt(ctx, fl, cmds, 0)
 	queuedAfter := a.lastToken
 	var timer *time.Timer
@@ -78,7 +82,7 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (attempt, error) 
 			withCmds = cmds
 		case <-timer.C:
 		case <-ctx.Done():
-			// Leave the queue, and pass on an offer that raced the
+			// Leave the queue, and pass on a hand-off that raced the
 			// cancel.
 			c.releaseInBackground()
 			return attempt{}, c.errorf("wait", ctx.Err())
@@ -124,8 +128,8 @@ func (c *claim) listenFair(ctx context.Context) (*fairListener, error) {
 }
 
 // fairAttempt runs the fair acquire script once, with cmds in the same
-// write: it takes the lock if it is free and nobody is queued, confirms an
-// offer made to the caller, and otherwise queues the caller, or renews its
+// write: it takes the lock if it is free and nobody is queued, confirms a
+// hand-off to the caller, and otherwise queues the caller, or renews its
 // place, when fl (where hand-offs reach it) is given. When not acquired it
 // says the last fencing token handed out; queuedAfter is recorded on a
 // lease it grants.
@@ -152,7 +156,11 @@ func (c *claim) fairAttempt(ctx context.Context, fl *fairListener, cmds [][]stri
 // token > 0, or {0, PTTL, last token >= 0}.
 func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAfter uint64) (attempt, error) {
 	if err != nil {
-		if acquireMayHaveWritten(err) {
+		// A claim that may have queued leaves the queue, whatever the
+		// error: an entry that outlived its claim, in a process that
+		// still listens, would be handed the lock, which would then
+		// stay held for the releaser's TTL by nobody.
+		if c.queued || acquireMayHaveWritten(err) {
 			c.releaseInBackground()
 		}
 		return attempt{}, c.errorf("acquire", err)
@@ -198,7 +206,7 @@ var (
 // fairAcquireArgs are the ARGV of fair.lua's acquire.
 type fairAcquireArgs struct {
 	owner, ttl string
-	// waiterID and channel say where an offer reaches the claim's waiter.
+	// waiterID and channel say where a hand-off reaches the claim's waiter.
 	waiterID, channel string
 	queueLease        string
 	join              bool   // queue, or renew the claim's place; else only try

@@ -20,11 +20,12 @@
 -- waiter's channel (see tell), as fast.lua's handOff does. The waiter's
 -- process holds the lease from that message alone, counted from before
 -- it first queued (see fair.go); a process of an earlier version, which
--- reads the ID alone, confirms the offer with its own acquire, which sets
+-- reads the ID alone, confirms the hand-off with its own acquire, which sets
 -- its full TTL and issues it a token anew. A channel nobody subscribes to
 -- means the waiter's process is gone, and the next waiter is tried at
--- once. self, when it heads the queue, is taken out and returned, with
--- nothing set: the caller, an acquire of self's, takes the lock itself.
+-- once. self, when it heads the queue, is taken out and returned, and the
+-- caller, an acquire of self's, takes the lock itself, over any hand-off
+-- to a dead waiter that was ahead of it.
 -- promote returns the owner it handed the lock to (or self), or false
 -- when no live waiter is left, in which case the lock may be set to a
 -- dead waiter and the caller must set or delete it. Like handOff in
@@ -71,7 +72,7 @@ local lock, fence, queue, waiters, seq, wanted = KEYS[1], KEYS[2], KEYS[3], KEYS
 local owner, ttl, waiterID, channel, queueLease, join, retention, queued, publish =
 	ARGV[1], ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6] == '1', ARGV[7], ARGV[8] == '1', ARGV[9]
 -- holder is the lock's owner token, or false if it is free. A claim that
--- never queued, and so cannot have been offered the lock, takes a free
+-- never queued, and so cannot have been handed the lock, takes a free
 -- lock with nobody queued at the cost of SET NX and a look at the queue,
 -- where GET, ZRANGE and SET took three calls. A lock free while others are
 -- queued (their holder's TTL ran out before any of them renewed) is given

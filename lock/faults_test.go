@@ -107,13 +107,16 @@ func TestABadFairReplyIsAnErrorNotALease(t *testing.T) {
 		"queued, negative token": "*3\r\n:0\r\n:5\r\n:-1\r\n",
 	} {
 		t.Run(name, func(t *testing.T) {
+			var served atomic.Bool
 			l := onFake(t, srv, func(_ int32, cmd []string) string {
-				if cmd[2] == fairKeys && len(cmd) == 3+6+8 { // the acquire
+				if cmd[2] == fairKeys && len(cmd) == 3+6+9 { // the acquire
+					served.Store(true)
 					return bad
 				}
 				return ":0\r\n"
 			}, lock.WithFair())
 			ls, err := l.TryLock(context.Background(), "k")
+			require.True(t, served.Load(), "the acquire was not told apart")
 			require.ErrorIs(t, err, resp.ErrProtocol)
 			require.Nil(t, ls)
 		})

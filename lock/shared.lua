@@ -71,8 +71,8 @@ local function issue(fence, retention)
 	return token
 end
 
--- tell publishes a waiter's ID on its channel and reports whether its
--- process heard it. PUBLISH answers how many clients received the
+-- tell publishes message (the waiter's ID, and what follows it) on a
+-- waiter's channel and reports whether its process heard it. PUBLISH answers how many clients received the
 -- message, and pattern subscribers count among them: one PSUBSCRIBE *
 -- anywhere (an operator's redis-cli, a pub/sub bridge) would make every
 -- dead waiter look alive and keep the lock for the releaser's TTL. So a
@@ -85,12 +85,12 @@ end
 -- PUBSUB NUMSUB is told by PUBLISH's count; one that lacks PUBLISH counts
 -- as heard, and the lock waits out the releaser's TTL for a waiter that
 -- was not told.
-local function tell(publish, channel, id)
+local function tell(publish, channel, message)
 	if publish == 'PUBLISH' then
 		local subscribers = redis.pcall('PUBSUB', 'NUMSUB', channel)
 		if type(subscribers) == 'table' and subscribers[2] == 0 then return false end
 	end
-	local heard = redis.pcall(publish, channel, id)
+	local heard = redis.pcall(publish, channel, message)
 	return type(heard) ~= 'number' or heard > 0
 end
 
