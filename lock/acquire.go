@@ -63,7 +63,8 @@ func (l *Locker) lock(ctx context.Context, key string, cmds [][]string) (*Lease,
 }
 
 // TryLock makes one attempt to acquire the lock for key and returns
-// ErrNotAcquired if another owner holds it. In fair mode a queued waiter
+// ErrNotAcquired if another owner holds it, or if the attempt's reply came
+// only after the lease's TTL had run out. In fair mode a queued waiter
 // counts as a holder: TryLock does not jump the queue.
 func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	if err := l.startAcquire(ctx, key); err != nil {
@@ -78,7 +79,10 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	} else {
 		a, err = c.tryFast(ctx, askNot, nil)
 	}
-	if a.lease == nil && err == nil {
+	switch {
+	case a.late:
+		return nil, c.errorf("try", fmt.Errorf("%w: the acquire's reply came after the lease's TTL had run out", ErrNotAcquired))
+	case a.lease == nil && err == nil:
 		return nil, c.errorf("try", fmt.Errorf("%w: held by another owner", ErrNotAcquired))
 	}
 	return a.lease, err
@@ -158,6 +162,30 @@ type attempt struct {
 	// lastToken, for a fair attempt that did not acquire, is the last
 	// fencing token handed out.
 	lastToken uint64
+	// late is set for an attempt that acquired, but whose reply came
+	// after the lease had run out (see acquired).
+	late bool
+}
+
+// acquired makes the lease that an acquire sent at start won, with
+// token, unless its reply came after the lease's deadline (a WAIT for a
+// replica slow to acknowledge, a connection that stalled with the reply
+// on its way, a TTL shorter than a round trip): such a lease is over
+// before Lock could return it, and the lock may be another owner's by
+// then. Its lock is released in the background, in case it still stands,
+// and the attempt counts as one that did not acquire: Lock tries again,
+// and TryLock says why it did not acquire.
+func (c *claim) acquired(token uint64, start time.Time, queuedAfter uint64) (attempt, error) {
+	if !time.Now().Before(leaseEnd(start, c.l.opts.TTL)) {
+		c.releaseInBackground()
+		return attempt{late: true}, nil
+	}
+	ls := c.newLease(token, start, queuedAfter)
+	if ls == nil {
+		c.releaseInBackground()
+		return attempt{}, ErrClosed
+	}
+	return attempt{lease: ls}, nil
 }
 
 // confirmed completes an attempt a, read from the acquire script's run r:

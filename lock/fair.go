@@ -46,6 +46,12 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (attempt, error) 
 		if a.lease != nil || err != nil {
 			return a, err
 		}
+		if a.late {
+			// Acquired, but too late to hold (see acquired), and out of
+			// the queue: ask again at once.
+			a, err = c.fairAttempt(ctx, fl, cmds, queuedAfter)
+			continue
+		}
 		if l.nodes.stale(fl.sub, c.names.lock) {
 			// The key's slot moved, and the attempt that found it out
 			// queued with the channel of the old node, where hand-offs
@@ -169,12 +175,7 @@ func (c *claim) fairAcquired(start time.Time, v resp.Value, err error, queuedAft
 	valid := v.Type == resp.Array && len(e) >= 2 && e[0].Type == resp.Integer && e[1].Type == resp.Integer
 	switch {
 	case v.Type == resp.Integer && v.Int > 0:
-		ls := c.newLease(uint64(v.Int), start, queuedAfter)
-		if ls == nil {
-			c.releaseInBackground()
-			return attempt{}, ErrClosed
-		}
-		return attempt{lease: ls}, nil
+		return c.acquired(uint64(v.Int), start, queuedAfter)
 	case valid && e[0].Int == 0 && len(e) == 3 && e[2].Type == resp.Integer && e[2].Int >= 0:
 		return attempt{lastToken: uint64(e[2].Int)}, nil
 	}

@@ -339,12 +339,7 @@ func (c *claim) acquiredFast(start time.Time, v resp.Value, err error) (attempt,
 	}
 	switch {
 	case v.Int > 0:
-		ls := c.newLease(uint64(v.Int), start, 0)
-		if ls == nil {
-			c.releaseInBackground()
-			return attempt{}, ErrClosed
-		}
-		return attempt{lease: ls}, nil
+		return c.acquired(uint64(v.Int), start, 0)
 	case v.Int == 0: // held with no TTL: look again a TTL from now
 		return attempt{retryIn: c.l.opts.TTL}, nil
 	default:

@@ -81,7 +81,8 @@ func (ls *Lease) Token() uint64 { return ls.token }
 // Done open a few milliseconds past the deadline, by which time another
 // owner may hold the lock. Guard writes that must not overlap with the
 // fencing token (Token). A first call after the deadline has passed (a
-// reply that came late, a caller slow to ask) finds Done closed already.
+// caller slow to ask) finds Done closed already. Lock and TryLock do not
+// return a lease whose deadline passed before its acquire's reply came.
 func (ls *Lease) Done() <-chan struct{} {
 	ls.mu.Lock()
 	if ls.done != nil {
