@@ -119,8 +119,9 @@ type claim struct {
 	asked    bool
 	firstAsk time.Time
 	// heardHandOff is set once a hand-off's message with the claim's
-	// owner token came (see handedOver); only the goroutine of its Lock
-	// uses it.
+	// owner token came (see handedOver), or an attempt acquired too late
+	// (see acquired): the claim takes no lease from a message after
+	// that. Only the goroutine of its Lock uses it.
 	heardHandOff bool
 	// queued is set once a fair attempt may have queued the claim; only
 	// the goroutine of its Lock or TryLock uses it.
@@ -172,12 +173,16 @@ type attempt struct {
 // replica slow to acknowledge, a connection that stalled with the reply
 // on its way, a TTL shorter than a round trip): such a lease is over
 // before Lock could return it, and the lock may be another owner's by
-// then. Its lock is released in the background, in case it still stands,
-// and the attempt counts as one that did not acquire: Lock tries again,
-// and TryLock says why it did not acquire.
+// then. The attempt counts as one that did not acquire, and is late:
+// confirmed releases its lock, in case it still stands, before Lock tries
+// again; TryLock says why it did not acquire. The claim takes no lease
+// from a hand-off's message after that: the attempt may have found the
+// lock handed to it, and confirmed the hand-off, so that the message that
+// told of it, if it comes or is read later, is of a lock the claim let
+// go.
 func (c *claim) acquired(token uint64, start time.Time, queuedAfter uint64) (attempt, error) {
 	if !time.Now().Before(leaseEnd(start, c.l.opts.TTL)) {
-		c.releaseInBackground()
+		c.heardHandOff = true // see handedOver
 		return attempt{late: true}, nil
 	}
 	ls := c.newLease(token, start, queuedAfter)
@@ -191,7 +196,16 @@ func (c *claim) acquired(token uint64, start time.Time, queuedAfter uint64) (att
 // confirmed completes an attempt a, read from the acquire script's run r:
 // one that won gets the replies of the commands that rode with it, unless
 // too few replicas acknowledged it (WithReplicaAck), when it is undone.
+// The lock of a late attempt (see acquired) is released here, before the
+// claim sends anything more: a release still on its way when the claim's
+// next attempt took the lock again, with the same owner token, would
+// release that one, under a lease the claim has returned.
 func (c *claim) confirmed(ctx context.Context, a attempt, r scriptResult, err error) (attempt, error) {
+	if a.late {
+		by := time.Now().Add(c.l.opts.ReleaseTimeout)
+		_ = c.releaseNow(conn.WithReplyDeadline(ctx, by), by, nil, releasePingEval)
+		return a, nil
+	}
 	if a.lease == nil {
 		return a, err
 	}

@@ -2,6 +2,8 @@ package lock_test
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,14 +14,35 @@ import (
 	"github.com/batonlock/baton/lock"
 )
 
+// scriptLog is the order in which a fake server saw the lock's scripts.
+type scriptLog struct {
+	mu      sync.Mutex
+	scripts []string
+}
+
+func (l *scriptLog) add(script string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.scripts = append(l.scripts, script)
+}
+
+func (l *scriptLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return strings.Join(l.scripts, " ")
+}
+
 // lateFirstAcquire is a fake server whose first acquire replies only
 // after a lease of ttl would have run out, as a WAIT for a slow replica or
 // a stalled connection can make it, and whose later acquires reply at
-// once; it counts the releases.
-func lateFirstAcquire(t *testing.T, srv *redistest.Server, ttl time.Duration, releases *atomic.Int32, opts ...lock.Option) *lock.Locker {
+// once; it counts the releases, and logs the scripts in order.
+func lateFirstAcquire(t *testing.T, srv *redistest.Server, ttl time.Duration, releases *atomic.Int32, log *scriptLog, opts ...lock.Option) *lock.Locker {
 	t.Helper()
 	var acquires atomic.Int32
 	return onFake(t, srv, func(_ int32, cmd []string) string {
+		if script := fastScript(cmd); script != "" {
+			log.add(script)
+		}
 		switch fastScript(cmd) {
 		case fastAcquire:
 			if acquires.Add(1) == 1 {
@@ -38,15 +61,19 @@ func lateFirstAcquire(t *testing.T, srv *redistest.Server, ttl time.Duration, re
 // A lease whose acquire's reply came after its deadline is over before
 // Lock could return it, and the lock may be another owner's by then: Lock
 // does not return it, releases its lock in case it still stands, and
-// tries again. TryLock says so.
+// tries again. TryLock says so. The release comes before the next
+// attempt: sent after it, it would release the lock that attempt took,
+// with the same owner token, under the lease Lock returned.
 func TestALeaseWhoseReplyCameAfterItsTTLIsNotReturned(t *testing.T) {
 	const ttl = 100 * time.Millisecond
 	t.Run("Lock", func(t *testing.T) {
 		srv := redistest.Start(t)
 		var releases atomic.Int32
-		l := lateFirstAcquire(t, srv, ttl, &releases)
+		var log scriptLog
+		l := lateFirstAcquire(t, srv, ttl, &releases, &log)
 		ls, err := l.Lock(context.Background(), "k")
 		require.NoError(t, err)
+		require.Equal(t, "acquire release acquire", log.String(), "the late acquire's lock released before the next attempt")
 		require.Equal(t, uint64(1764000000000001), ls.Token(), "the lease of the second acquire")
 		select {
 		case <-ls.Done():
@@ -59,7 +86,7 @@ func TestALeaseWhoseReplyCameAfterItsTTLIsNotReturned(t *testing.T) {
 	t.Run("TryLock", func(t *testing.T) {
 		srv := redistest.Start(t)
 		var releases atomic.Int32
-		l := lateFirstAcquire(t, srv, ttl, &releases)
+		l := lateFirstAcquire(t, srv, ttl, &releases, new(scriptLog))
 		ls, err := l.TryLock(context.Background(), "k")
 		require.Nil(t, ls)
 		require.ErrorIs(t, err, lock.ErrNotAcquired)
