@@ -64,8 +64,10 @@ func (l *Locker) lock(ctx context.Context, key string, cmds [][]string) (*Lease,
 
 // TryLock makes one attempt to acquire the lock for key and returns
 // ErrNotAcquired if another owner holds it, or if the attempt's reply came
-// only after the lease's TTL had run out. In fair mode a queued waiter
-// counts as a holder: TryLock does not jump the queue.
+// only after the lease's TTL had run out (then an error matching
+// conn.UncertainError instead, if releasing the lock it took did not end
+// cleanly). In fair mode a queued waiter counts as a holder: TryLock does
+// not jump the queue.
 func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	if err := l.startAcquire(ctx, key); err != nil {
 		return nil, err
@@ -197,13 +199,12 @@ func (c *claim) acquired(token uint64, start time.Time, queuedAfter uint64) (att
 // one that won gets the replies of the commands that rode with it, unless
 // too few replicas acknowledged it (WithReplicaAck), when it is undone.
 // The lock of a late attempt (see acquired) is released here, before the
-// claim sends anything more: a release still on its way when the claim's
-// next attempt took the lock again, with the same owner token, would
-// release that one, under a lease the claim has returned.
+// claim sends anything more (see releaseLate).
 func (c *claim) confirmed(ctx context.Context, a attempt, r scriptResult, err error) (attempt, error) {
 	if a.late {
-		by := time.Now().Add(c.l.opts.ReleaseTimeout)
-		_ = c.releaseNow(conn.WithReplyDeadline(ctx, by), by, nil, releasePingEval)
+		if err := c.releaseLate(ctx); err != nil {
+			return attempt{}, err
+		}
 		return a, nil
 	}
 	if a.lease == nil {
@@ -214,6 +215,29 @@ func (c *claim) confirmed(ctx context.Context, a attempt, r scriptResult, err er
 	}
 	a.replies = r.after
 	return a, nil
+}
+
+// releaseLate releases the lock that a late attempt took (see acquired),
+// and reports whether the claim may go on: only if the release ended
+// cleanly, the lock released or found gone. A release still on its way,
+// or sent again later (an uncertain outcome, a release that too few
+// replicas acknowledged and that is resent until they do), would find
+// the lock the claim's own if its next attempt, with the same owner
+// token, took it meanwhile, and release it under the lease that Lock
+// returned. So otherwise the claim stops, with an error that matches
+// conn.UncertainError, and the release goes on in the background where
+// the context cut it short: nothing of the claim's follows it.
+func (c *claim) releaseLate(ctx context.Context) error {
+	by := time.Now().Add(c.l.opts.ReleaseTimeout)
+	err := c.releaseNow(conn.WithReplyDeadline(ctx, by), by, nil, releasePingEval)
+	if err == nil || errors.Is(err, ErrNotHeld) {
+		return nil
+	}
+	if ctx.Err() != nil {
+		c.releaseInBackground()
+	}
+	return c.errorf("acquire", &conn.UncertainError{Cause: fmt.Errorf(
+		"the reply came after the lease's TTL had run out, and releasing the lock it took did not end cleanly: %w", err)})
 }
 
 // unacknowledged undoes an acquire whose WAIT counted too few replicas

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 )
@@ -38,6 +39,13 @@ func (l *scriptLog) String() string {
 // once; it counts the releases, and logs the scripts in order.
 func lateFirstAcquire(t *testing.T, srv *redistest.Server, ttl time.Duration, releases *atomic.Int32, log *scriptLog, opts ...lock.Option) *lock.Locker {
 	t.Helper()
+	return lateFirstAcquireReleasedAs(t, srv, ttl, ":1\r\n", releases, log, opts...)
+}
+
+// lateFirstAcquireReleasedAs is lateFirstAcquire, with release the reply
+// to each release ("" cuts the connection with the release in flight).
+func lateFirstAcquireReleasedAs(t *testing.T, srv *redistest.Server, ttl time.Duration, release string, releases *atomic.Int32, log *scriptLog, opts ...lock.Option) *lock.Locker {
+	t.Helper()
 	var acquires atomic.Int32
 	return onFake(t, srv, func(_ int32, cmd []string) string {
 		if script := fastScript(cmd); script != "" {
@@ -52,7 +60,7 @@ func lateFirstAcquire(t *testing.T, srv *redistest.Server, ttl time.Duration, re
 			return ":1764000000000001\r\n"
 		case fastRelease:
 			releases.Add(1)
-			return ":1\r\n"
+			return release
 		}
 		return ":1\r\n"
 	}, append(opts, lock.WithTTL(ttl))...)
@@ -93,5 +101,20 @@ func TestALeaseWhoseReplyCameAfterItsTTLIsNotReturned(t *testing.T) {
 		require.ErrorContains(t, err, "after the lease's TTL had run out")
 		redistest.Eventually(t, func() bool { return releases.Load() == 1 }, 5*time.Second, time.Millisecond,
 			"the lock of the late acquire was never released")
+	})
+	t.Run("Lock, a release that does not end cleanly", func(t *testing.T) {
+		// The claim stops: its next attempt would take the lock with the
+		// same owner token, which a release still on its way would then
+		// let go of under the lease Lock returned.
+		srv := redistest.Start(t)
+		var releases atomic.Int32
+		var log scriptLog
+		l := lateFirstAcquireReleasedAs(t, srv, ttl, "", &releases, &log, lock.WithReleaseTimeout(300*time.Millisecond))
+		ls, err := l.Lock(context.Background(), "k")
+		require.Nil(t, ls)
+		require.ErrorAs(t, err, new(*conn.UncertainError))
+		require.ErrorContains(t, err, "after the lease's TTL had run out")
+		t.Logf("Lock: %v", err)
+		require.Equal(t, 1, strings.Count(log.String(), "acquire"), "no attempt after the release that did not end cleanly")
 	})
 }
