@@ -35,6 +35,11 @@ type impl struct {
 	// the mode's manager on a key and opens its replay on a bare socket:
 	// the yardstick of the manager's row.
 	replay func(ctx context.Context, addr, key string) (modifier, error)
+	// losesWakeUps says, for a lock whose waiter was seen to miss a
+	// release now and then and wait on past it, what was seen: the
+	// scenarios count such a wait as a stall, and the tests that check a
+	// waiter is woken skip this lock when it happens, saying so.
+	losesWakeUps string
 }
 
 // lockTTL is the expiry every lock is taken with. It is far above any
@@ -51,7 +56,8 @@ func impls() []impl {
 	return []impl{
 		{id: "baton-fast", name: baseline, open: openBaton(false), manager: true, replay: openModifyReplay(false)},
 		{id: "baton-fair", name: "baton fair", open: openBaton(true), manager: true, replay: openModifyReplay(true)},
-		{id: "rueidislock", name: "rueidislock", open: openRueidisLock},
+		{id: "rueidislock", name: "rueidislock", open: openRueidisLock,
+			losesWakeUps: "rueidislock's waiter missed a release in about one run in twenty of TestEveryLockExcludes, and once in TestRemoteWaiterTrials"},
 		{id: "redsync", name: "redsync", open: openRedsync},
 		{id: "redislock", name: "bsm/redislock", open: openRedisLock},
 		{id: "notify-eval", name: "go-redis notify, EVAL", open: openNotify(releaseEval)},

@@ -31,7 +31,7 @@ func startServer(t *testing.T) string {
 // forEveryLockTwice runs f, as a subtest per lock (the floor is not
 // one), with two instances of the lock opened on a server of the test's
 // own, as two processes would have them, within timeout.
-func forEveryLockTwice(t *testing.T, timeout time.Duration, f func(t *testing.T, ctx context.Context, a, b locker)) {
+func forEveryLockTwice(t *testing.T, timeout time.Duration, f func(t *testing.T, ctx context.Context, im impl, a, b locker)) {
 	addr := startServer(t)
 	for _, im := range impls() {
 		if im.floor {
@@ -46,16 +46,18 @@ func forEveryLockTwice(t *testing.T, timeout time.Duration, f func(t *testing.T,
 			b, err := im.open(ctx, addr)
 			require.NoError(t, err)
 			defer b.Close()
-			f(t, ctx, a, b)
+			f(t, ctx, im, a, b)
 		})
 	}
 }
 
 // TestEveryLockExcludes opens every lock twice, as two processes would,
 // and checks that while one holds a key the other's Lock waits, and
-// returns once the key is released.
+// returns once the key is released. A lock known to miss a release now
+// and then (impl.losesWakeUps) is skipped, saying so, when its waiter
+// does: that is the library's, which the scenarios count as a stall.
 func TestEveryLockExcludes(t *testing.T) {
-	forEveryLockTwice(t, 10*time.Second, func(t *testing.T, ctx context.Context, a, b locker) {
+	forEveryLockTwice(t, 10*time.Second, func(t *testing.T, ctx context.Context, im impl, a, b locker) {
 		const key = "baton-bench-test:excludes"
 
 		unlockA, err := a.Lock(ctx, key)
@@ -86,6 +88,9 @@ func TestEveryLockExcludes(t *testing.T) {
 			require.NoError(t, r.err, "b did not get the key a released")
 			require.NoError(t, r.unlock(ctx))
 		case <-time.After(5 * time.Second):
+			if im.losesWakeUps != "" {
+				t.Skipf("b did not get the key within 5s of its release, a known defect of the library: %s", im.losesWakeUps)
+			}
 			t.Fatal("b did not get the key within 5s of its release")
 		}
 	})
@@ -360,7 +365,7 @@ func TestRemoteWaiterTrials(t *testing.T) {
 // context ends), until its unlock; and a Lock on a key held elsewhere
 // is reported stalled after stallGrace.
 func TestLockWithinHoldsUntilUnlock(t *testing.T) {
-	forEveryLockTwice(t, 20*time.Second, func(t *testing.T, ctx context.Context, a, b locker) {
+	forEveryLockTwice(t, 20*time.Second, func(t *testing.T, ctx context.Context, _ impl, a, b locker) {
 		const key = "baton-bench-test:within"
 
 		unlock, stalled, err := lockWithin(ctx, a, key)
