@@ -66,6 +66,11 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 			{Kind: recClose, ID: "p.a#1.close", Actor: "p.a#1", Call: ms(3), Ret: ms(40), Class: classOK},
 			lock("b", 1, 2, 11), otherActor(lease("b", 2, 6, 20, 11)),
 		}, nil, findOverlap},
+		{"a lease seen open, granted after another ended, while its Locker's Close was called", []chaosRecord{
+			lock("a", 0, 1, 10), otherActor(lease("a", 1, 2, 35, 10)),
+			{Kind: recClose, ID: "p.a#1.close", Actor: "p.a#1", Call: ms(20), Ret: ms(60), Class: classOK},
+			lock("b", 2, 40, 11), lease("b", 40, 41, 45, 11),
+		}, nil, ""},
 		{"a Modify's fn inside a lease", []chaosRecord{
 			lock("a", 0, 1, 10), lease("a", 1, 2, 30, 10), modify("m", 4, 5, 0, classOK),
 		}, read(1), findOverlap},

@@ -249,11 +249,13 @@ const doneLateness = int64(10 * time.Millisecond)
 // checkHoldings checks that no two holdings of one key overlap.
 //
 // A holding starts when its Lock returned, as the actor saw it, unless its
-// Locker's Close had begun by then: Close waits for the calls in progress
-// and then releases every lease, so a Lock that returned a lease while
-// Close ran (the lease was granted before Close began, or Lock would have
-// refused it) may have had it released, and handed on, before its caller
-// saw it return. Such a holding starts when the Close was called.
+// Locker's Close had been called by then and Done was never seen open:
+// Close waits for the calls in progress and then releases every lease, so
+// a Lock that returned a lease while Close ran may have had it released,
+// and handed on, before its caller saw it return. Such a holding starts
+// when the Close was called. (Only such a lease: the actor's Close call
+// comes before the Locker's, which a Manager's Close holds back until its
+// own calls return, and a lease seen open was held then.)
 func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
 	byKey := map[string][]holding{}
 	extended := map[string][]string{} // lease -> its extensions that succeeded
@@ -276,7 +278,7 @@ func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
 		switch {
 		case r.Kind == recLease:
 			start := r.Call
-			if c, ok := closing[r.Actor]; ok && c < start {
+			if c, ok := closing[r.Actor]; ok && c < start && r.LastOpen == 0 {
 				start = c
 			}
 			end, grace := start, int64(0)
