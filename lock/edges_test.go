@@ -19,12 +19,17 @@ import (
 // takeOver has other poll TryLock on key until it acquires, and checks
 // that held's local deadline had passed by the time other's reply came:
 // the moment other's lock was set lies before that reply, so a deadline
-// after it is a second holder. It returns other's lease.
+// after it is a second holder. It returns other's lease, and fails the
+// test if other has not acquired within 10 s.
 func takeOver(t *testing.T, held *lock.Lease, other *lock.Locker, key string) *lock.Lease {
 	t.Helper()
+	giveUp := time.Now().Add(10 * time.Second)
 	for {
 		ls, err := other.TryLock(context.Background(), key)
 		if errors.Is(err, lock.ErrNotAcquired) {
+			if time.Now().After(giveUp) {
+				t.Fatalf("another owner did not take %q within 10 s: the lease still holds it", key)
+			}
 			continue
 		}
 		replied := time.Now()

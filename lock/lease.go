@@ -63,7 +63,7 @@ func (c *claim) newLease(token uint64, start time.Time, queuedAfter uint64) *Lea
 	l.leases[ls] = struct{}{}
 	if ls.stop != nil {
 		l.background.Add(1)
-		go ls.watchdog(ls.stop)
+		go ls.watchdog(ls.stop, ls.firstExtension())
 	}
 	return ls
 }

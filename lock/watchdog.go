@@ -7,19 +7,28 @@ import (
 )
 
 // watchdog extends the lease every TTL/3 until stop is closed, the first
-// time when two thirds of a TTL are left: TTL/3 after an acquire, sooner
-// for a lease that a hand-off's message made, which counts from its first
-// ask and may start with half its TTL gone. A failed extension is retried
-// at the same pace while the lease has time left; an extension that finds
+// time after first (see firstExtension). A failed extension is retried at
+// the same pace while the lease has time left; an extension that finds
 // the lock gone ends the lease (Extend does that), and so does running
 // out of time.
-func (ls *Lease) watchdog(stop <-chan struct{}) {
+// firstExtension is how long from now the watchdog of a lease just
+// granted first extends it: when two thirds of a TTL are left, TTL/3
+// after an acquire, sooner for a lease that a hand-off's message made,
+// which counts from its first ask and may start with half its TTL gone.
+// It is taken from the deadline the grant set, before the watchdog's
+// goroutine starts: read there, it would follow an Extend that the
+// caller made before the goroutine first ran, and a shorter TTL asked
+// for would have the watchdog extend the lease to a full one at once.
+// Only the lease's own goroutine has the lease yet, so mu is not needed.
+func (ls *Lease) firstExtension() time.Duration {
+	ttl := ls.c.l.opts.TTL
+	return time.Until(ls.deadline) - (ttl - ttl/3)
+}
+
+func (ls *Lease) watchdog(stop <-chan struct{}, first time.Duration) {
 	defer ls.c.l.background.Done()
 	ttl := ls.c.l.opts.TTL
 	interval := ttl / 3
-	ls.mu.Lock()
-	first := time.Until(ls.deadline) - (ttl - interval)
-	ls.mu.Unlock()
 	timer := time.NewTimer(max(first, 0))
 	defer timer.Stop()
 	for {
