@@ -11,7 +11,7 @@ import (
 
 // inspectReport is what inspect found, as --json prints it. The pointers
 // are null where there is nothing to say: no holder, no TTL, or no token
-// known.
+// known. Addr is the server with its password, if any, hidden.
 type inspectReport struct {
 	Addr     string  `json:"addr"`
 	Key      string  `json:"key"`
@@ -35,7 +35,7 @@ type inspectWaiter struct {
 
 func newInspectReport(f inspectFlags, info lock.Info) inspectReport {
 	r := inspectReport{
-		Addr: f.addr, Key: f.key, RedisKey: f.prefix + "{" + f.key + "}",
+		Addr: redactAddr(f.addr), Key: f.key, RedisKey: f.prefix + "{" + f.key + "}",
 		Mode: "fast", Held: info.Held, Wanted: info.Wanted,
 	}
 	if f.fair {

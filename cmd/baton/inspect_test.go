@@ -187,6 +187,18 @@ func TestInspectUsageAndServerErrors(t *testing.T) {
 	}
 }
 
+// TestInspectHidesThePassword: the server inspect names, in the view and
+// in the JSON document, has the password of its URL hidden.
+func TestInspectHidesThePassword(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithConfig("requirepass s3cret-pw"))
+	addr := "redis://:s3cret-pw@" + srv.Addr
+	r := runBaton(t, 30*time.Second, nil, "inspect", "--addr", addr, "k")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	require.NotContains(t, r.stdout, "s3cret-pw")
+	require.Contains(t, r.stdout, " on redis://:xxxxx@"+srv.Addr+" ")
+	require.Equal(t, "redis://:xxxxx@"+srv.Addr, inspectJSON(t, "--addr", addr, "k").Addr)
+}
+
 func TestInspectRefusesAKeyTheLockRefuses(t *testing.T) {
 	srv := redistest.Start(t)
 	r := runBaton(t, 30*time.Second, nil, "inspect", "--addr", srv.Addr, "}k")
