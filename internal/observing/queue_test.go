@@ -1,0 +1,125 @@
+package observing_test
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/batonlock/baton/internal/observing"
+	"github.com/batonlock/baton/observe"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// gate records events, blocking in Observe while it is shut.
+type gate struct {
+	open   chan struct{}
+	mu     sync.Mutex
+	events []observe.Event // guarded by mu
+}
+
+func (g *gate) Observe(e observe.Event) {
+	<-g.open
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.events = append(g.events, e)
+}
+
+func (g *gate) seen() []observe.Event {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return append([]observe.Event(nil), g.events...)
+}
+
+func TestNoObserversMakeNoQueue(t *testing.T) {
+	q := observing.Start(nil)
+	require.Nil(t, q)
+	q.Observe(observe.Event{Kind: observe.Asked}) // a nil queue observes nothing
+	q.Close(time.Second)
+}
+
+func TestEventsArriveInOrderStamped(t *testing.T) {
+	g := &gate{open: make(chan struct{})}
+	close(g.open)
+	q := observing.Start([]observe.Observer{g})
+	for i := range 100 {
+		q.Observe(observe.Event{Kind: observe.Asked, Call: uint64(i)})
+	}
+	q.Close(time.Minute)
+	seen := g.seen()
+	require.Len(t, seen, 100)
+	for i, e := range seen {
+		require.Equal(t, uint64(i), e.Call)
+		require.False(t, e.Time.IsZero())
+	}
+	q.Observe(observe.Event{Kind: observe.Asked}) // after Close: dropped, no panic
+	q.Close(time.Minute)
+}
+
+func TestAFullQueueDropsAndCountsInPlace(t *testing.T) {
+	g := &gate{open: make(chan struct{})}
+	q := observing.Start([]observe.Observer{g})
+	q.Observe(observe.Event{Kind: observe.Asked, Call: 1})
+	// The deliverer has taken the first event, and waits in Observe.
+	require.Eventually(t, func() bool { return observing.Queued(q) == 0 }, 10*time.Second, time.Millisecond)
+	for i := range observe.QueueSize + 7 {
+		q.Observe(observe.Event{Kind: observe.Asked, Call: uint64(2 + i)})
+	}
+	close(g.open)
+	require.Eventually(t, func() bool { return len(g.seen()) == 1+observe.QueueSize }, 10*time.Second, time.Millisecond)
+	q.Observe(observe.Event{Kind: observe.Confirming})
+	q.Close(time.Minute)
+	seen := g.seen()
+	require.Len(t, seen, 1+observe.QueueSize+2)
+	require.Equal(t, uint64(1+observe.QueueSize), seen[observe.QueueSize].Call, "the events queued before the drops come first")
+	require.Equal(t, observe.Dropped, seen[len(seen)-2].Kind)
+	require.Equal(t, 7, seen[len(seen)-2].Count)
+	require.Equal(t, observe.Confirming, seen[len(seen)-1].Kind)
+}
+
+func TestDropsWithNoEventAfterThemAreCountedAtClose(t *testing.T) {
+	g := &gate{open: make(chan struct{})}
+	q := observing.Start([]observe.Observer{g})
+	q.Observe(observe.Event{Kind: observe.Asked})
+	require.Eventually(t, func() bool { return observing.Queued(q) == 0 }, 10*time.Second, time.Millisecond)
+	for range observe.QueueSize + 3 {
+		q.Observe(observe.Event{Kind: observe.Asked})
+	}
+	close(g.open)
+	q.Close(time.Minute)
+	seen := g.seen()
+	require.Len(t, seen, 1+observe.QueueSize+1)
+	require.Equal(t, observe.Dropped, seen[len(seen)-1].Kind)
+	require.Equal(t, 3, seen[len(seen)-1].Count)
+}
+
+type panicky struct{}
+
+func (panicky) Observe(observe.Event) { panic("observer") }
+
+func TestAPanicLosesOneEventForOneObserver(t *testing.T) {
+	g := &gate{open: make(chan struct{})}
+	close(g.open)
+	q := observing.Start([]observe.Observer{panicky{}, g})
+	for range 10 {
+		q.Observe(observe.Event{Kind: observe.Asked})
+	}
+	q.Close(time.Minute)
+	require.Len(t, g.seen(), 10)
+}
+
+func TestCloseGivesUpOnTheQueueAfterItsBound(t *testing.T) {
+	g := &gate{open: make(chan struct{})}
+	q := observing.Start([]observe.Observer{g})
+	for range 100 {
+		q.Observe(observe.Event{Kind: observe.Asked})
+	}
+	// The observer returns only after the bound has passed: Close waits
+	// for that call, and drops the rest.
+	time.AfterFunc(200*time.Millisecond, func() { close(g.open) })
+	q.Close(20 * time.Millisecond)
+	require.Len(t, g.seen(), 1)
+}
