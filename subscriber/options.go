@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/observe"
 )
 
 // Option configures New.
@@ -15,6 +16,7 @@ type options struct {
 	keyspaceEvents     bool
 	keyspaceConfigured bool
 	linger             time.Duration
+	observer           observe.Observer
 }
 
 // defaultHealthCheck is WithHealthCheck's default, and the bound on every
@@ -88,4 +90,19 @@ func WithHealthCheck(d time.Duration) Option {
 // last waiter leaves.
 func withLinger(d time.Duration) Option {
 	return func(o *options) { o.linger = max(d, 0) }
+}
+
+// WithObserver has the Subscriber tell o when its connection is lost
+// (observe.ConnectionLost), back (observe.Reconnected), or fails its health
+// check (observe.HealthCheckFailed), delivered as package observe says:
+// from a goroutine of the Subscriber's, which Close stops once it has
+// delivered what was queued. A Locker's Open gives its Subscribers the
+// Locker's own observers; this option is for a Subscriber made for
+// lock.New. Default: none. A nil o is ignored.
+func WithObserver(o observe.Observer) Option {
+	return func(opts *options) {
+		if o != nil {
+			opts.observer = o
+		}
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/observing"
+	"github.com/batonlock/baton/observe"
 )
 
 // minRedialPause is the least time between two failed redials, whatever
@@ -50,6 +52,10 @@ type Subscriber struct {
 	healthCheck     time.Duration // PING after this long without a reply; 0 for never
 	replyTimeout    time.Duration // every reply on the connection is due within this
 	linger          time.Duration // see withLinger
+	// obs delivers events to the observer (WithObserver), or is nil;
+	// ownsObs says that Close closes it.
+	obs     *observing.Queue
+	ownsObs bool
 
 	ctx    context.Context // ends at Close; bounds the supervisor's calls
 	cancel context.CancelFunc
@@ -123,16 +129,19 @@ func New(ctx context.Context, addr string, opts ...Option) (*Subscriber, error) 
 		shard:           map[string]shardKind{},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.obs, s.ownsObs = observing.Owned(o.observer)
 	connOpts := append(append([]conn.Option(nil), o.connOptions...), conn.WithRESP3(), conn.WithPushHandler(s.onPush))
 	client, err := conn.NewClient(addr, connOpts...)
 	if err != nil {
 		s.cancel()
+		s.closeObserver()
 		return nil, fmt.Errorf("subscriber: %w", err)
 	}
 	s.client = client
 	fail := func(err error) (*Subscriber, error) {
 		s.cancel()
 		_ = client.Close() // waits for the reader goroutine, if one started
+		s.closeObserver()
 		return nil, err
 	}
 	cn, err := client.Conn(ctx)
@@ -173,7 +182,15 @@ func (s *Subscriber) Close() error {
 	s.mu.Lock()
 	s.wakeAllLocked()
 	s.mu.Unlock()
+	s.closeObserver()
 	return err
+}
+
+// closeObserver stops the observer's queue, if the Subscriber made it.
+func (s *Subscriber) closeObserver() {
+	if s.ownsObs {
+		s.obs.Close(defaultHealthCheck)
+	}
 }
 
 // supervise owns the subscriptions: it applies changes for dirty keys, in
@@ -214,8 +231,15 @@ func (s *Subscriber) supervise(cn *conn.Conn) {
 			s.ping(cn) // a late PONG closes cn: Done is ready next
 			timer.Reset(s.healthCheck)
 		case <-cn.Done():
+			lost := time.Now()
+			if s.obs != nil && s.ctx.Err() == nil {
+				s.obs.Observe(observe.Event{Kind: observe.ConnectionLost, Time: lost, Err: cn.Err()})
+			}
 			if cn = s.reconnect(); cn == nil {
 				return
+			}
+			if s.obs != nil {
+				s.obs.Observe(observe.Event{Kind: observe.Reconnected, Duration: time.Since(lost)})
 			}
 		}
 		lingered = s.nextLingerEnd(lingers)
@@ -270,7 +294,7 @@ func (s *Subscriber) idleLocked(key string) {
 // started rather than done so that not even its write can hold the
 // supervisor past replyTimeout.
 func (s *Subscriber) ping(cn *conn.Conn) {
-	_ = s.within(s.ctx, cn, func(ctx context.Context) error {
+	err := s.within(s.ctx, cn, func(ctx context.Context) error {
 		p, err := cn.Start([]string{"PING"})
 		if err != nil {
 			return err
@@ -278,6 +302,9 @@ func (s *Subscriber) ping(cn *conn.Conn) {
 		_, err = p.Wait(ctx)
 		return err
 	})
+	if err != nil && s.obs != nil && s.ctx.Err() == nil {
+		s.obs.Observe(observe.Event{Kind: observe.HealthCheckFailed, Err: err})
+	}
 }
 
 // doPush runs a (UN)SUBSCRIBE on cn, bounded as within says.
