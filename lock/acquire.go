@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/cluster"
+	"github.com/batonlock/baton/observe"
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )
@@ -42,6 +43,15 @@ func (l *Locker) lock(ctx context.Context, key string, cmds [][]string) (*Lease,
 	}
 	defer l.exit()
 	c := l.newClaim(key)
+	c.began(ctx, observe.Lock)
+	ls, replies, err := c.lockAndDo(ctx, cmds)
+	c.ended(observe.Lock, ls, err)
+	return ls, replies, err
+}
+
+// lockAndDo is Lock's work, with cmds sent after the acquire.
+func (c *claim) lockAndDo(ctx context.Context, cmds [][]string) (*Lease, []resp.Value, error) {
+	l := c.l
 	var a attempt
 	var err error
 	if l.opts.Fair {
@@ -56,7 +66,7 @@ func (l *Locker) lock(ctx context.Context, key string, cmds [][]string) (*Lease,
 	if err != nil {
 		// With ctx, so that the caller waits no longer than it asked:
 		// a release that ctx cuts short goes on in the background.
-		_ = a.lease.unlock(ctx, nil)
+		_ = a.lease.unlock(ctx, nil, observe.Released)
 		return nil, nil, c.errorf("after acquiring", err)
 	}
 	return a.lease, replies, nil
@@ -74,9 +84,17 @@ func (l *Locker) TryLock(ctx context.Context, key string) (*Lease, error) {
 	}
 	defer l.exit()
 	c := l.newClaim(key)
+	c.began(ctx, observe.TryLock)
+	ls, err := c.try(ctx)
+	c.ended(observe.TryLock, ls, err)
+	return ls, err
+}
+
+// try is TryLock's work.
+func (c *claim) try(ctx context.Context) (*Lease, error) {
 	var a attempt
 	var err error
-	if l.opts.Fair {
+	if c.l.opts.Fair {
 		a, err = c.fairAttempt(ctx, nil, nil, 0)
 	} else {
 		a, err = c.tryFast(ctx, askNot, nil)
@@ -132,6 +150,16 @@ type claim struct {
 	// it waits, kept here so that it costs no allocation more; only the
 	// goroutine of its Lock or TryLock uses it.
 	listener fairListener
+	// call is the number of the claim's Lock or TryLock call, callStart
+	// when it began (see began), waited whether the claim has asked (see
+	// step), and handed whether its waiter read a hand-off's message (see
+	// tookMessage): what the Locker's observers are told. Only the
+	// goroutine of its Lock or TryLock writes them, before the lease, if
+	// any, is granted; call is zero where nobody observes.
+	call      uint64
+	callStart time.Time
+	waited    bool
+	handed    bool
 	// lease is the Lease that the claim lives in, made with it so that a
 	// claim that acquires costs no allocation more; it is given out only
 	// once acquired.
@@ -245,7 +273,7 @@ func (c *claim) releaseLate(ctx context.Context) error {
 // failover could lose it. It returns the acquire's error, which matches
 // ErrNotAcquired.
 func (c *claim) unacknowledged(ctx context.Context, ls *Lease, short error) error {
-	_ = ls.unlock(ctx, nil)
+	_ = ls.unlock(ctx, nil, observe.Released)
 	return c.errorf("acquire", fmt.Errorf("%w: %w", ErrNotAcquired, short))
 }
 

@@ -243,6 +243,23 @@
 //     events on (Open reads the setting and turns them on).
 //   - [WithEvictionAllowed]: accept a server that may evict keys (Open
 //     refuses one).
+//   - [WithObserver]: tell an observer what the Locker does (none).
+//   - [WithLogger]: log what happens where no caller sees an error (no
+//     log).
+//
+// # Observing
+//
+// [WithObserver] has a Locker report each Lock and TryLock call (its
+// steps: asking, being handed the lock, confirming), each lease (how it
+// was obtained, how long it was held, why it ended), outcomes left
+// unknown, and what happens in the background: a watchdog's failed
+// extension, a release that failed with no caller to tell, a subscribe
+// connection lost and reconnected. Package observe names the events and
+// says how they are delivered: in order, from a goroutine of the
+// Locker's, so that a slow or panicking observer delays no hand-off. The
+// module github.com/batonlock/baton/otel turns them into OpenTelemetry
+// metrics and spans, and [WithLogger] into log records. A Locker with no
+// observer does no work for one.
 //
 // # Concurrency
 //
@@ -251,5 +268,6 @@
 // goroutines, and [Locker.Close] stops them and waits for them: releases
 // that outlive a caller who stopped waiting, a watchdog per lease with
 // [WithAutoExtend], the timer that ends a lease at its deadline once Done
-// was called, and the listener behind Wanted.
+// was called, the listener behind Wanted, and the one that delivers
+// events to observers ([WithObserver]).
 package lock

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/batonlock/baton/observe"
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )
@@ -46,6 +47,7 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (attempt, error) 
 		if a.lease != nil || err != nil {
 			return a, err
 		}
+		c.step(observe.Asked)
 		if a.late {
 			// Acquired, but too late to hold (see acquired), and out of
 			// the queue: ask again at once.
@@ -80,10 +82,12 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (attempt, error) 
 			// message carries, or confirm it, with the commands. The
 			// attempt before ran before the hand-off (after it, it
 			// would have found the lock the claim's own).
-			if message := fl.inbox.take(); message != "" {
+			if message, at := fl.inbox.take(); message != "" {
+				c.tookMessage(at)
 				if a, ok, err := c.handedOver(message, cmds, queuedAfter); ok {
 					return a, err
 				}
+				c.step(observe.Confirming) // the next attempt
 			}
 			withCmds = cmds
 		case <-timer.C:

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/observe"
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )
@@ -74,6 +75,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 		if a.lease != nil {
 			return a, nil
 		}
+		c.step(observe.Asked)
 		if handOff != "" {
 			// The attempt ran before the hand-off (after it, it would
 			// have found the lock its own): the message stands.
@@ -128,7 +130,11 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 			}
 		case <-ln.releaseWake():
 		case <-ln.handoff.Wake():
-			handOff, withCmds = ln.inbox.take(), cmds
+			var at time.Time
+			if handOff, at = ln.inbox.take(); handOff != "" {
+				c.tookMessage(at)
+			}
+			withCmds = cmds
 		case <-timer.C:
 			timedOut = true
 		case <-waitCtx.Done():
@@ -148,6 +154,7 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 			if ok {
 				return a, err
 			}
+			c.step(observe.Confirming) // the next attempt
 			handOff = ""
 		}
 		if timedOut && ln.release == nil {
@@ -371,6 +378,7 @@ func (c *claim) withdrawInBackground() {
 			return c.l.runAcked(ctx, c.cmd, scriptCall{script: &fastWithdrawScript, keys: c.names.fastKeys(), args: args.argv()}, nil)
 		}
 		r, err := c.l.retryUncertain(ctx, withdraw)
+		c.backgroundFailed(err)
 		if err == nil && r.short != nil {
 			c.l.untilAcknowledged(ctx, withdraw)
 		}

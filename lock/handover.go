@@ -18,8 +18,14 @@ import (
 // stored by the subscriber's reader goroutine (Topic.OnMessage) and taken
 // by the claim's waiter.
 type handOffInbox struct {
-	message atomic.Pointer[string]
+	message atomic.Pointer[heardMessage]
 	owner   string // the claim's owner token; set before the inbox is shared
+}
+
+// heardMessage is a hand-off's message, and when it came in.
+type heardMessage struct {
+	text string
+	at   time.Time
 }
 
 // heard keeps the text of a hand-off's message for the claim: the first
@@ -31,16 +37,17 @@ type handOffInbox struct {
 // release's comes first.
 func (in *handOffInbox) heard(text string) {
 	if strings.HasSuffix(text, " "+in.owner) {
-		in.message.CompareAndSwap(nil, &text)
+		in.message.CompareAndSwap(nil, &heardMessage{text, time.Now()})
 	}
 }
 
-// take takes the text of the hand-off's message that heard kept, or "".
-func (in *handOffInbox) take() string {
+// take takes the text of the hand-off's message that heard kept, and
+// when it came in, or "".
+func (in *handOffInbox) take() (string, time.Time) {
 	if m := in.message.Swap(nil); m != nil {
-		return *m
+		return m.text, m.at
 	}
-	return ""
+	return "", time.Time{}
 }
 
 // handedOver makes the lease that a hand-off's message, "<token> <ttl>

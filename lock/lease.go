@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/observe"
 )
 
 // Lease is one holding of a lock, from acquire to release or loss.
@@ -19,6 +20,9 @@ type Lease struct {
 	// granted after it asked. Set before the lease is shared; tests read
 	// it to count who went first.
 	queuedAfter uint64
+	// grantedAt is when the lease was granted, where the Locker has
+	// observers (see granted); set before the lease is shared.
+	grantedAt time.Time
 
 	mu       sync.Mutex
 	state    leaseState    // guarded by mu
@@ -61,6 +65,7 @@ func (c *claim) newLease(token uint64, start time.Time, queuedAfter uint64) *Lea
 		return nil
 	}
 	l.leases[ls] = struct{}{}
+	ls.granted()
 	if ls.stop != nil {
 		l.background.Add(1)
 		go ls.watchdog(ls.stop, ls.firstExtension())
@@ -99,7 +104,7 @@ func (ls *Lease) Done() <-chan struct{} {
 		// Run out before anyone asked: a timer would close done a
 		// moment after this returns, while the caller takes an open
 		// Done for a held lock.
-		ls.endLocked(lost)
+		ls.endLocked(lost, ls.runOutReason())
 		ls.mu.Unlock()
 		ls.c.releaseInBackground()
 		return ls.done
@@ -127,30 +132,41 @@ func (ls *Lease) runOut() {
 		}
 	}
 	ls.mu.Unlock()
-	ls.expire()
+	ls.expire(ls.runOutReason())
 	ls.c.l.background.Done()
+}
+
+// runOutReason is why a lease that ran out ended: a watchdog's lease runs
+// out only when its extensions failed.
+func (ls *Lease) runOutReason() observe.Reason {
+	if ls.stop != nil {
+		return observe.ExtensionFailed
+	}
+	return observe.Expired
 }
 
 // expire ends a lease whose time ran out by this process's clock. The lock
 // may still stand in Redis (the local deadline errs early, and an extension
 // may be landing), so it is released too: once Done is closed, Redis must
-// not keep the lock for a holder that has stopped.
-func (ls *Lease) expire() {
+// not keep the lock for a holder that has stopped. why is Expired, or
+// ExtensionFailed where the watchdog's extensions failed.
+func (ls *Lease) expire(why observe.Reason) {
 	ls.mu.Lock()
-	ended := ls.endLocked(lost)
+	ended := ls.endLocked(lost, why)
 	ls.mu.Unlock()
 	if ended {
 		ls.c.releaseInBackground()
 	}
 }
 
-// endLocked moves the lease out of held, once, and tells everyone who
-// watches it.
-func (ls *Lease) endLocked(to leaseState) bool {
+// endLocked moves the lease out of held, once, for why, and tells
+// everyone who watches it.
+func (ls *Lease) endLocked(to leaseState, why observe.Reason) bool {
 	if ls.state != held {
 		return false
 	}
 	ls.state = to
+	ls.ended(why)
 	if ls.done != nil {
 		close(ls.done)
 		if ls.expiry != nil && ls.expiry.Stop() {
@@ -170,7 +186,7 @@ func (ls *Lease) endLocked(to leaseState) bool {
 func (ls *Lease) markLost() {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	ls.endLocked(lost)
+	ls.endLocked(lost, observe.Lost)
 }
 
 // extendTo moves the deadline to start+ttl after the server confirmed an
@@ -285,12 +301,13 @@ func leaseEnd(start time.Time, ttl time.Duration) time.Time {
 // earlier of the two it could be. ttl must be at least a millisecond and
 // at most 100 years; outside that, the error matches ErrInvalid and
 // nothing is sent.
-func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) error {
+func (ls *Lease) Extend(ctx context.Context, ttl time.Duration) (err error) {
 	if err := ls.startCall(ctx, "extend", "TTL", ttl); err != nil {
 		return err
 	}
 	defer ls.c.l.exit()
 	c := &ls.c
+	defer func() { c.uncertain(observe.Extend, err) }()
 	if !ls.isHeld() {
 		return c.errorf("extend", ErrNotHeld)
 	}
@@ -378,14 +395,16 @@ func (ls *Lease) Unlock(ctx context.Context) error {
 		return ls.c.errorf("unlock", ErrClosed)
 	}
 	defer ls.c.l.exit()
-	return ls.unlock(ctx, nil)
+	err := ls.unlock(ctx, nil, observe.Released)
+	ls.c.uncertain(observe.Unlock, err)
+	return err
 }
 
-// unlock ends the lease and releases the lock, with a write-back if w is
-// set.
-func (ls *Lease) unlock(ctx context.Context, w *Write) error {
+// unlock ends the lease, for why, and releases the lock, with a write-back
+// if w is set.
+func (ls *Lease) unlock(ctx context.Context, w *Write, why observe.Reason) error {
 	ls.mu.Lock()
-	ended := !ls.endLocked(released)
+	ended := !ls.endLocked(released, why)
 	ls.mu.Unlock()
 	if ended {
 		return ls.c.errorf("unlock", ErrNotHeld)

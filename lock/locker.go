@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/observing"
+	"github.com/batonlock/baton/observe"
 	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )
@@ -34,6 +36,11 @@ type Locker struct {
 	// waitCmd is the WAIT sent after writes (WithReplicaAck), or nil;
 	// set once in newLocker.
 	waitCmd []string
+
+	// obs delivers events to the observers (WithObserver), or is nil, and
+	// mode is the Locker's, as events name it; set once in newLocker.
+	obs  *observing.Queue
+	mode observe.Mode
 
 	// contention remembers the locks that this Locker's releases handed
 	// on lately.
@@ -102,6 +109,17 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
+	o.queue = observing.Start(o.Observers)
+	l, err := open(ctx, addr, o)
+	if err != nil {
+		o.queue.Close(0)
+	}
+	return l, err
+}
+
+// open is Open, once the options are checked and the observers' queue,
+// which the Locker will own, started.
+func open(ctx context.Context, addr string, o settings) (*Locker, error) {
 	if isClusterURL(addr) {
 		return openCluster(ctx, addr, o)
 	}
@@ -132,6 +150,9 @@ func subscriberOptions(o settings, connOpts []conn.Option) []subscriber.Option {
 		subOpts = append(subOpts, subscriber.WithoutKeyspaceEvents())
 	case o.EventsConfigured:
 		subOpts = append(subOpts, subscriber.WithKeyspaceEventsConfigured())
+	}
+	if o.queue != nil {
+		subOpts = append(subOpts, subscriber.WithObserver(o.queue))
 	}
 	return append(subOpts, o.SubscriberOptions...)
 }
@@ -182,6 +203,7 @@ func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, err
 	if err != nil {
 		return nil, err
 	}
+	o.queue = observing.Start(o.Observers)
 	return newLocker(single{c, s}, o, plainChannels), nil
 }
 
@@ -204,6 +226,11 @@ func newLocker(nodes backend, o settings, ch channels) *Locker {
 		retentionArg:  millis(o.FenceRetention),
 		waitCmd:       waitCommand(o),
 		leases:        map[*Lease]struct{}{},
+		obs:           o.queue,
+		mode:          observe.Fast,
+	}
+	if o.Fair {
+		l.mode = observe.Fair
 	}
 	if ch == shardChannels {
 		l.publish = "SPUBLISH"
@@ -229,7 +256,8 @@ func newLocker(nodes backend, o settings, ch channels) *Locker {
 // command in flight fails with a conn.UncertainError). The leases still
 // held, and the background releases, get another release timeout
 // together, after which any release still in flight is abandoned: the
-// lock's TTL frees it. On a
+// lock's TTL frees it. Last, the events queued for observers
+// (WithObserver) are delivered, within another release timeout. On a
 // Locker made with New, closing the connection under a stuck call closes
 // the caller's client's current connection, which the client redials.
 func (l *Locker) Close() error {
@@ -270,7 +298,7 @@ func (l *Locker) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), l.opts.ReleaseTimeout)
 	var errs []error
 	for _, ls := range held {
-		if err := ls.unlock(ctx, nil); err != nil && !errors.Is(err, ErrNotHeld) && ctx.Err() == nil {
+		if err := ls.unlock(ctx, nil, observe.Closed); err != nil && !errors.Is(err, ErrNotHeld) && ctx.Err() == nil {
 			errs = append(errs, err)
 		}
 	}
@@ -286,6 +314,7 @@ func (l *Locker) Close() error {
 	if l.owns {
 		errs = append(errs, l.nodes.close())
 	}
+	l.obs.Close(l.opts.ReleaseTimeout) // after the subscribers, which report to it
 	return errors.Join(errs...)
 }
 

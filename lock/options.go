@@ -2,10 +2,13 @@ package lock
 
 import (
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/cluster"
+	"github.com/batonlock/baton/internal/observing"
+	"github.com/batonlock/baton/observe"
 	"github.com/batonlock/baton/subscriber"
 )
 
@@ -30,6 +33,11 @@ type settings struct {
 	ReplicaAcks       int
 	ReplicaAckTimeout time.Duration
 	ConnOptions       []conn.Option
+	Observers         []observe.Observer
+
+	// queue delivers events to Observers; started by Open and New, which
+	// hand it to the Locker.
+	queue *observing.Queue
 
 	// Set by this module's tests alone (export_test.go).
 	ReleaseStyle      releaseStyle
@@ -159,6 +167,37 @@ func WithKeyspaceEventsConfigured() Option {
 // ErrInvalid. New makes no check either way.
 func WithEvictionAllowed() Option {
 	return option(func(o *settings) { o.EvictionAllowed = true })
+}
+
+// WithObserver has the Locker tell o what it does: every call of Lock and
+// TryLock, the leases they grant and how each ended, hand-offs, outcomes
+// left unknown, and what happens in the background (see package observe
+// for the events, and for how they are delivered: in order, from a
+// goroutine of the Locker's, never from one that a lock's progress waits
+// on). Given more than once, every observer is told. Open's subscribers
+// report to the same observers; a Subscriber made for New reports to the
+// observer given to it with subscriber.WithObserver. Default: none, and a
+// Locker with none does no work for one. A nil o is ignored.
+func WithObserver(o observe.Observer) Option {
+	return option(func(s *settings) {
+		if o != nil {
+			s.Observers = append(s.Observers, o)
+		}
+	})
+}
+
+// WithLogger logs to logger what happens where no caller sees an error: a
+// lease lost while held, a watchdog that could not extend, a release in
+// the background that failed, a subscribe connection that was lost or
+// reconnected (observe.Log says what, and at which level). It is an
+// observer (WithObserver), delivered as every observer is. Default: no
+// log. A nil logger is ignored.
+func WithLogger(logger *slog.Logger) Option {
+	return option(func(s *settings) {
+		if logger != nil {
+			s.Observers = append(s.Observers, observe.Log(logger))
+		}
+	})
 }
 
 func buildSettings(opts []Option) (settings, error) {

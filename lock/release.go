@@ -49,7 +49,7 @@ func (c *claim) release(ctx context.Context, w *Write) error {
 	// used up, must not wait a release timeout for each of the others.
 	bg := conn.WithReplyDeadline(context.WithoutCancel(ctx), by)
 	after := "the release goes on in the background"
-	if !c.l.spawn(func() { _ = c.releaseNow(bg, by, w, c.l.opts.ReleaseStyle) }) {
+	if !c.l.spawn(func() { c.backgroundFailed(c.releaseNow(bg, by, w, c.l.opts.ReleaseStyle)) }) {
 		after = "the Locker is closing: the lock's TTL ends it"
 	}
 	return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (%s)", ctx.Err(), after)})
@@ -73,7 +73,7 @@ func decided(err error) bool {
 // the owner, whatever the release style: the owner may never have held
 // the lock, which another may hold now.
 func (c *claim) releaseInBackground() {
-	c.l.inBackground(func(ctx context.Context) { _ = c.releaseNow(ctx, time.Time{}, nil, releasePingEval) })
+	c.l.inBackground(func(ctx context.Context) { c.backgroundFailed(c.releaseNow(ctx, time.Time{}, nil, releasePingEval)) })
 }
 
 // inBackground runs fn, bounded by the release timeout, in a goroutine the

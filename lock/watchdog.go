@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"time"
+
+	"github.com/batonlock/baton/observe"
 )
 
 // watchdog extends the lease every TTL/3 until stop is closed, the first
@@ -44,11 +46,12 @@ func (ls *Lease) watchdog(stop <-chan struct{}, first time.Duration) {
 			return
 		}
 		if err != nil {
+			ls.extendFailed(err)
 			ls.mu.Lock()
 			left := time.Until(ls.deadline)
 			ls.mu.Unlock()
 			if left <= 0 {
-				ls.expire()
+				ls.expire(observe.ExtensionFailed)
 				return
 			}
 			timer.Reset(min(interval, left))

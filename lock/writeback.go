@@ -8,6 +8,7 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/cluster"
+	"github.com/batonlock/baton/observe"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -88,12 +89,13 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	}
 	defer ls.c.l.exit()
 	c := &ls.c
+	defer func() { c.uncertain(observe.Commit, err) }()
 	if cluster.HashTag(w.Key) != cluster.HashTag(c.names.lock) {
 		return false, fmt.Errorf("%w: state key %q does not share the hash tag of lock %q", ErrInvalid, w.Key, c.names.lock)
 	}
 	if w.Unlock {
 		release := w // only this copy escapes to the release's goroutine
-		return false, ls.unlock(ctx, &release)
+		return false, ls.unlock(ctx, &release, observe.Released)
 	}
 	if !ls.isHeld() {
 		return false, c.errorf("commit", ErrNotHeld)
@@ -145,7 +147,7 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	case 0:
 		// Written, and handed to the owner that asked.
 		ls.mu.Lock()
-		ls.endLocked(released)
+		ls.endLocked(released, observe.Released)
 		ls.mu.Unlock()
 		return false, nil
 	}

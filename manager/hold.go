@@ -27,7 +27,7 @@ type holding struct {
 // modifyHolding is Modify with hold: local calls for one token take turns
 // on the token's slot, and while a lease is held they skip the acquire and
 // the read.
-func (m *Manager[T]) modifyHolding(ctx context.Context, token string, fn func(*T) error) error {
+func (m *Manager[T]) modifyHolding(ctx context.Context, call uint64, token string, fn func(*T) error) error {
 	h, err := m.use(token)
 	if err != nil {
 		return err
@@ -45,15 +45,15 @@ func (m *Manager[T]) modifyHolding(ctx context.Context, token string, fn func(*T
 		m.letGo(context.WithoutCancel(ctx), h)
 	}
 	if h.lease != nil {
-		return m.modifyHeld(ctx, token, h, fn)
+		return m.modifyHeld(ctx, call, token, h, fn)
 	}
-	return m.modifyAndHold(ctx, token, h, fn)
+	return m.modifyAndHold(ctx, call, token, h, fn)
 }
 
 // modifyHeld runs fn on the held state and writes the result back with the
 // one script that also extends the lock, or hands it to an instance that
 // asked for it.
-func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, fn func(*T) error) (err error) {
+func (m *Manager[T]) modifyHeld(ctx context.Context, call uint64, token string, h *holding, fn func(*T) error) (err error) {
 	ok := false
 	defer func() {
 		if !ok {
@@ -68,7 +68,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 		}
 		return nil
 	}
-	data, err := m.apply(token, held, fn)
+	data, err := m.apply(call, token, held, fn)
 	if err != nil {
 		return err
 	}
@@ -79,7 +79,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 	}
 	// The state expired or was deleted since the last write: the copy
 	// kept here is stale. Nothing was written; start from the zero value.
-	data, err = m.apply(token, func(*T) error { return nil }, fn)
+	data, err = m.apply(call, token, func(*T) error { return nil }, fn)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, token string, h *holding, f
 }
 
 // modifyAndHold acquires and loads as Modify does, and keeps the lease.
-func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding, fn func(*T) error) error {
+func (m *Manager[T]) modifyAndHold(ctx context.Context, call uint64, token string, h *holding, fn func(*T) error) error {
 	key := m.Key(token)
 	lease, replies, err := m.locker.LockAndDo(ctx, token, []string{"GET", key})
 	if err != nil {
@@ -107,7 +107,7 @@ func (m *Manager[T]) modifyAndHold(ctx context.Context, token string, h *holding
 		// A bug below, not the server's doing; better said than a panic.
 		return fmt.Errorf("manager: modify %q: %d replies to the state's GET, want 1", token, len(replies))
 	}
-	data, err := m.apply(token, m.loaded(token, replies[0]), fn)
+	data, err := m.apply(call, token, m.loaded(token, replies[0]), fn)
 	if err != nil {
 		return err
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/observe"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -52,15 +54,20 @@ func (m *Manager[T]) Modify(ctx context.Context, token string, fn func(*T) error
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalid)
 	}
+	call, start := observe.NewCall(), time.Now()
+	m.locker.Observe(observe.Event{Kind: observe.CallBegan, Time: start, Call: call, Op: observe.Modify, Key: token, Context: ctx})
+	defer func() {
+		m.locker.Observe(observe.Event{Kind: observe.CallEnded, Call: call, Op: observe.Modify, Key: token, Duration: time.Since(start), Err: err})
+	}()
 	if m.hold > 0 {
-		return m.modifyHolding(ctx, token, fn)
+		return m.modifyHolding(ctx, call, token, fn)
 	}
-	return m.modifyOnce(ctx, token, fn)
+	return m.modifyOnce(ctx, call, token, fn)
 }
 
 // modifyOnce is a Modify without hold: acquire and load, fn, write back and
 // release.
-func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) error) (err error) {
+func (m *Manager[T]) modifyOnce(ctx context.Context, call uint64, token string, fn func(*T) error) (err error) {
 	key := m.Key(token)
 	lease, replies, err := m.locker.LockAndDo(ctx, token, []string{"GET", key})
 	if err != nil {
@@ -83,7 +90,7 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) e
 		err = fmt.Errorf("manager: modify %q: %d replies to the state's GET, want 1", token, len(replies))
 		return err
 	}
-	data, err := m.apply(token, m.loaded(token, replies[0]), fn)
+	data, err := m.apply(call, token, m.loaded(token, replies[0]), fn)
 	if err != nil {
 		return err
 	}
@@ -97,8 +104,9 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, token string, fn func(*T) e
 	return nil
 }
 
-// apply loads the state with load, runs fn on it, and encodes the result.
-func (m *Manager[T]) apply(token string, load func(*T) error, fn func(*T) error) ([]byte, error) {
+// apply loads the state with load, runs fn on it, and encodes the result,
+// which the Modify numbered call then writes back.
+func (m *Manager[T]) apply(call uint64, token string, load func(*T) error, fn func(*T) error) ([]byte, error) {
 	var state T
 	if err := load(&state); err != nil {
 		return nil, err
@@ -114,6 +122,7 @@ func (m *Manager[T]) apply(token string, load func(*T) error, fn func(*T) error)
 		return nil, fmt.Errorf("%w: modify %q: the state encodes to %d bytes, over the %d-byte limit (WithMaxStateSize); nothing written",
 			ErrInvalid, token, len(data), m.maxState)
 	}
+	m.locker.Observe(observe.Event{Kind: observe.WritingBack, Call: call, Key: token})
 	return data, nil
 }
 

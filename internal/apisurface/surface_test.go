@@ -16,12 +16,17 @@ import (
 // ceilings are the most exported names each public package may have.
 // Issue 28 set them, from 72 (resp), 48 (conn), 30 (subscriber) and 25
 // (lock) before it; conn's 36 waits on a decision, and stands at 45.
+// Issue 30 added the observers: lock.WithObserver, lock.WithLogger and
+// Locker.Observe, subscriber.WithObserver, and package observe, whose
+// names are its events' vocabulary (kinds, operations, modes, how a
+// lease was obtained, why it ended).
 var ceilings = map[string]int{
 	"resp":       50,
 	"conn":       45,
-	"subscriber": 16,
-	"lock":       35,
+	"subscriber": 17,
+	"lock":       38,
 	"manager":    19,
+	"observe":    47,
 }
 
 func TestPublicPackagesStayWithinTheirCeilings(t *testing.T) {

@@ -1,0 +1,341 @@
+package lock_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/observe"
+)
+
+// recorder is an observer that keeps every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []observe.Event // guarded by mu
+}
+
+func (r *recorder) Observe(e observe.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+// kinds is the kinds of the events kept so far, of call if it is not zero.
+func (r *recorder) kinds(call uint64) []observe.Kind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var ks []observe.Kind
+	for _, e := range r.events {
+		if call == 0 || e.Call == call {
+			ks = append(ks, e.Kind)
+		}
+	}
+	return ks
+}
+
+// of is the events kept so far of kind k.
+func (r *recorder) of(k observe.Kind) []observe.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var es []observe.Event
+	for _, e := range r.events {
+		if e.Kind == k {
+			es = append(es, e)
+		}
+	}
+	return es
+}
+
+// lockModes are the Locker's lockModes, with the options that make each and the
+// name events give it.
+var lockModes = []struct {
+	name     string
+	opts     []lock.Option
+	observed observe.Mode
+}{
+	{"fast", nil, observe.Fast},
+	{"fair", []lock.Option{lock.WithFair()}, observe.Fair},
+}
+
+// openObserved returns a Locker on srv with a recorder, both ended when
+// the test ends; close it to have every event delivered.
+func openObserved(t *testing.T, srv *redistest.Server, opts ...lock.Option) (*lock.Locker, *recorder) {
+	t.Helper()
+	rec := &recorder{}
+	return open(t, srv, append(opts, lock.WithObserver(rec))...), rec
+}
+
+func TestAnUncontendedLockIsObservedFromCallToRelease(t *testing.T) {
+	for _, mode := range lockModes {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			l, rec := openObserved(t, srv, mode.opts...)
+			ls := mustLock(t, l, "k")
+			mustUnlock(t, ls)
+			require.NoError(t, l.Close())
+
+			require.Equal(t, []observe.Kind{observe.CallBegan, observe.LeaseGranted, observe.CallEnded, observe.LeaseEnded}, rec.kinds(0))
+			began, ended := rec.of(observe.CallBegan)[0], rec.of(observe.CallEnded)[0]
+			require.NotZero(t, began.Call)
+			require.Equal(t, began.Call, ended.Call)
+			require.Equal(t, observe.Lock, began.Op)
+			require.Equal(t, "k", began.Key)
+			require.Equal(t, mode.observed, began.Mode)
+			require.NotNil(t, began.Context)
+			require.NoError(t, ended.Err)
+			require.Equal(t, observe.Free, ended.How)
+			require.Equal(t, ls.Token(), ended.Token)
+			require.Positive(t, ended.Duration)
+			leaseEnd := rec.of(observe.LeaseEnded)[0]
+			require.Equal(t, observe.Released, leaseEnd.Reason)
+			require.Equal(t, ls.Token(), leaseEnd.Token)
+			require.Equal(t, began.Call, leaseEnd.Call)
+		})
+	}
+}
+
+func TestAHandOffIsObservedOnTheWaitersCall(t *testing.T) {
+	for _, mode := range lockModes {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			holder := open(t, srv, mode.opts...)
+			waiter, rec := openObserved(t, srv, mode.opts...)
+			held := mustLock(t, holder, "k")
+			got := make(chan *lock.Lease, 1)
+			go func() {
+				ls, err := waiter.Lock(context.Background(), "k")
+				if err != nil {
+					ls = nil
+				}
+				got <- ls
+			}()
+			redistest.Eventually(t, func() bool { return len(rec.of(observe.Asked)) == 1 },
+				10*time.Second, time.Millisecond, "the waiter never asked")
+			mustUnlock(t, held)
+			ls := <-got
+			require.NotNil(t, ls)
+			mustUnlock(t, ls)
+			require.NoError(t, waiter.Close())
+
+			require.Equal(t, []observe.Kind{observe.CallBegan, observe.Asked, observe.HandedOver,
+				observe.LeaseGranted, observe.CallEnded, observe.LeaseEnded}, rec.kinds(0))
+			ended := rec.of(observe.CallEnded)[0]
+			require.Equal(t, observe.Handed, ended.How)
+			require.Equal(t, observe.Handed, rec.of(observe.LeaseGranted)[0].How)
+			require.NoError(t, ended.Err)
+			handed := rec.of(observe.HandedOver)[0]
+			require.GreaterOrEqual(t, handed.Duration, time.Duration(0))
+			require.Less(t, handed.Duration, ended.Duration)
+		})
+	}
+}
+
+func TestAConfirmedHandOffIsObservedAsOne(t *testing.T) {
+	for _, mode := range lockModes {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			// Another TTL than the holder's: the message cannot stand for
+			// the waiter's lease, which confirms it.
+			holder := open(t, srv, append(mode.opts, lock.WithTTL(time.Minute))...)
+			waiter, rec := openObserved(t, srv, mode.opts...)
+			held := mustLock(t, holder, "k")
+			got := make(chan error, 1)
+			go func() {
+				ls, err := waiter.Lock(context.Background(), "k")
+				if err == nil {
+					err = ls.Unlock(context.Background())
+				}
+				got <- err
+			}()
+			redistest.Eventually(t, func() bool { return len(rec.of(observe.Asked)) == 1 },
+				10*time.Second, time.Millisecond, "the waiter never asked")
+			mustUnlock(t, held)
+			require.NoError(t, <-got)
+			require.NoError(t, waiter.Close())
+			require.Equal(t, []observe.Kind{observe.CallBegan, observe.Asked, observe.HandedOver, observe.Confirming,
+				observe.LeaseGranted, observe.CallEnded, observe.LeaseEnded}, rec.kinds(0))
+			require.Equal(t, observe.Handed, rec.of(observe.CallEnded)[0].How)
+		})
+	}
+}
+
+func TestATryLockOnAHeldLockIsObservedWithItsError(t *testing.T) {
+	srv := redistest.Start(t)
+	l, rec := openObserved(t, srv)
+	held := mustLock(t, open(t, srv), "k")
+	_, err := l.TryLock(context.Background(), "k")
+	require.ErrorIs(t, err, lock.ErrNotAcquired)
+	mustUnlock(t, held)
+	require.NoError(t, l.Close())
+	require.Equal(t, []observe.Kind{observe.CallBegan, observe.CallEnded}, rec.kinds(0))
+	ended := rec.of(observe.CallEnded)[0]
+	require.Equal(t, observe.TryLock, ended.Op)
+	require.ErrorIs(t, ended.Err, lock.ErrNotAcquired)
+	require.Zero(t, ended.Token)
+}
+
+func TestEveryWayALeaseEndsIsObservedWithItsReason(t *testing.T) {
+	t.Run("expired", func(t *testing.T) {
+		srv := redistest.Start(t)
+		l, rec := openObserved(t, srv, lock.WithTTL(50*time.Millisecond))
+		ls := mustLock(t, l, "k")
+		<-ls.Done()
+		require.NoError(t, l.Close())
+		require.Equal(t, observe.Expired, rec.of(observe.LeaseEnded)[0].Reason)
+	})
+	t.Run("lost", func(t *testing.T) {
+		srv := redistest.Start(t)
+		l, rec := openObserved(t, srv)
+		ls := mustLock(t, l, "k")
+		srv.Do(t, "SET", "baton:{k}", "someone else")
+		require.ErrorIs(t, ls.Extend(context.Background(), time.Second), lock.ErrNotHeld)
+		require.NoError(t, l.Close())
+		require.Equal(t, observe.Lost, rec.of(observe.LeaseEnded)[0].Reason)
+	})
+	t.Run("closed", func(t *testing.T) {
+		srv := redistest.Start(t)
+		l, rec := openObserved(t, srv)
+		mustLock(t, l, "k")
+		require.NoError(t, l.Close())
+		require.Equal(t, observe.Closed, rec.of(observe.LeaseEnded)[0].Reason)
+	})
+	t.Run("extension failed", func(t *testing.T) {
+		srv := redistest.Start(t)
+		l, rec := openObserved(t, srv, lock.WithTTL(300*time.Millisecond), lock.WithAutoExtend())
+		ls := mustLock(t, l, "k")
+		srv.Do(t, "CLIENT", "PAUSE", "1000", "WRITE")
+		<-ls.Done()
+		require.NoError(t, l.Close())
+		failed := rec.of(observe.ExtendFailed)
+		require.NotEmpty(t, failed)
+		require.Equal(t, ls.Token(), failed[0].Token)
+		require.Error(t, failed[0].Err)
+		require.Equal(t, observe.ExtensionFailed, rec.of(observe.LeaseEnded)[0].Reason)
+	})
+}
+
+func TestASubscribersReconnectIsObserved(t *testing.T) {
+	srv := redistest.Start(t)
+	l, rec := openObserved(t, srv)
+	srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")
+	redistest.Eventually(t, func() bool { return len(rec.of(observe.Reconnected)) == 1 },
+		10*time.Second, time.Millisecond, "no reconnect observed")
+	require.NoError(t, l.Close())
+	require.Equal(t, []observe.Kind{observe.ConnectionLost, observe.Reconnected}, rec.kinds(0))
+	require.Error(t, rec.of(observe.ConnectionLost)[0].Err)
+	require.Positive(t, rec.of(observe.Reconnected)[0].Duration)
+}
+
+// blockingObserver blocks in Observe until unblock is closed.
+type blockingObserver struct {
+	entered chan struct{} // closed at the first Observe
+	unblock chan struct{}
+	once    sync.Once
+	rec     recorder
+}
+
+func (b *blockingObserver) Observe(e observe.Event) {
+	b.once.Do(func() { close(b.entered) })
+	<-b.unblock
+	b.rec.Observe(e)
+}
+
+func TestAnObserverThatBlocksDelaysNoHandOff(t *testing.T) {
+	for _, mode := range lockModes {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			obs := &blockingObserver{entered: make(chan struct{}), unblock: make(chan struct{})}
+			a := open(t, srv, append(mode.opts, lock.WithObserver(obs))...)
+			b := open(t, srv, append(mode.opts, lock.WithObserver(obs))...)
+			const rounds = 20
+			var wg sync.WaitGroup
+			for _, l := range []*lock.Locker{a, b} {
+				wg.Go(func() {
+					for range rounds {
+						ls, err := l.Lock(context.Background(), "k")
+						if !assertNoError(t, err) {
+							return
+						}
+						assertNoError(t, ls.Unlock(context.Background()))
+					}
+				})
+			}
+			<-obs.entered
+			wg.Wait() // every hand-off done while the observer is stuck at its first event
+			require.Empty(t, obs.rec.kinds(0))
+			close(obs.unblock)
+			require.NoError(t, a.Close())
+			require.NoError(t, b.Close())
+			require.Len(t, obs.rec.of(observe.LeaseGranted), 2*rounds)
+			require.Len(t, obs.rec.of(observe.LeaseEnded), 2*rounds)
+			require.Empty(t, obs.rec.of(observe.Dropped))
+		})
+	}
+}
+
+func assertNoError(t *testing.T, err error) bool {
+	t.Helper()
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	return true
+}
+
+func TestEventsThatFindTheQueueFullAreCounted(t *testing.T) {
+	srv := redistest.Start(t)
+	obs := &blockingObserver{entered: make(chan struct{}), unblock: make(chan struct{})}
+	l := open(t, srv, lock.WithObserver(obs))
+	held := mustLock(t, open(t, srv), "k")
+	const tries = observe.QueueSize // two events each
+	for range tries {
+		_, err := l.TryLock(context.Background(), "k")
+		require.ErrorIs(t, err, lock.ErrNotAcquired)
+	}
+	<-obs.entered
+	mustUnlock(t, held)
+	close(obs.unblock)
+	require.NoError(t, l.Close())
+	// The observer took the first event, the queue the next QueueSize.
+	delivered := 1 + observe.QueueSize
+	dropped := obs.rec.of(observe.Dropped)
+	require.Len(t, dropped, 1)
+	require.Equal(t, 2*tries-delivered, dropped[0].Count)
+	require.Len(t, obs.rec.kinds(0), delivered+1)
+}
+
+// panicking panics at every event.
+type panicking struct{}
+
+func (panicking) Observe(observe.Event) { panic("observer panics") }
+
+func TestAPanickingObserverBreaksNothing(t *testing.T) {
+	for _, mode := range lockModes {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rec := &recorder{}
+			l := open(t, srv, append(mode.opts, lock.WithObserver(panicking{}), lock.WithObserver(rec))...)
+			other := open(t, srv, mode.opts...)
+			held := mustLock(t, other, "k")
+			got := make(chan error, 1)
+			go func() {
+				ls, err := l.Lock(context.Background(), "k")
+				if err == nil {
+					err = ls.Unlock(context.Background())
+				}
+				got <- err
+			}()
+			redistest.Eventually(t, func() bool { return len(rec.of(observe.Asked)) == 1 },
+				10*time.Second, time.Millisecond, "the waiter never asked")
+			mustUnlock(t, held)
+			require.NoError(t, <-got)
+			require.NoError(t, l.Close())
+			require.Len(t, rec.of(observe.LeaseEnded), 1, "the other observer is told everything")
+		})
+	}
+}

@@ -1,0 +1,77 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/manager"
+	"github.com/batonlock/baton/observe"
+)
+
+// recorder is an observer that keeps every event.
+type recorder struct {
+	mu     sync.Mutex
+	events []observe.Event // guarded by mu
+}
+
+func (r *recorder) Observe(e observe.Event) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.events = append(r.events, e)
+}
+
+func (r *recorder) all() []observe.Event {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]observe.Event(nil), r.events...)
+}
+
+func TestAModifyIsObservedAroundItsLock(t *testing.T) {
+	for _, mode := range []struct {
+		name     string
+		opts     []lock.Option
+		observed observe.Mode
+	}{{"fast", nil, observe.Fast}, {"fair", []lock.Option{lock.WithFair()}, observe.Fair}} {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			rec := &recorder{}
+			l, err := lock.Open(context.Background(), srv.Addr, append(mode.opts, lock.WithObserver(rec))...)
+			require.NoError(t, err)
+			m := manager.New[counter](l)
+			require.NoError(t, m.Modify(context.Background(), "session-1", increment))
+			refused := errors.New("refused")
+			require.ErrorIs(t, m.Modify(context.Background(), "session-1", func(*counter) error { return refused }), refused)
+			require.NoError(t, l.Close())
+
+			events := rec.all()
+			var kinds []observe.Kind
+			var modify []observe.Event
+			for _, e := range events {
+				kinds = append(kinds, e.Kind)
+				if e.Op == observe.Modify || e.Kind == observe.WritingBack {
+					modify = append(modify, e)
+				}
+			}
+			one := []observe.Kind{observe.CallBegan, observe.CallBegan, observe.LeaseGranted, observe.CallEnded}
+			require.Equal(t, append(append(append(one, observe.WritingBack, observe.LeaseEnded, observe.CallEnded), one...),
+				observe.LeaseEnded, observe.CallEnded), kinds)
+			require.Len(t, modify, 5)
+			began, wrote, ended := modify[0], modify[1], modify[2]
+			require.Equal(t, "session-1", began.Key)
+			require.Equal(t, mode.observed, began.Mode)
+			require.NotNil(t, began.Context)
+			require.Equal(t, began.Call, wrote.Call)
+			require.Equal(t, began.Call, ended.Call)
+			require.NoError(t, ended.Err)
+			require.Positive(t, ended.Duration)
+			require.ErrorIs(t, modify[4].Err, refused)
+			require.NotEqual(t, began.Call, modify[3].Call)
+		})
+	}
+}
