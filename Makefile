@@ -19,13 +19,15 @@ demo:
 # worker processes would load the machine under the others' timed tests.
 # The allocation tests run once more without the race detector, which
 # makes allocation counts vary.
-# Last, the peer benchmark's own module: its scenarios in miniature, and
-# the shape of its --json document.
+# Last, the modules of their own: the peer benchmark's (its scenarios in
+# miniature, and the shape of its --json document) and the OpenTelemetry
+# adapter's.
 test: lint need-redis
 	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /integration$$)
 	$(GO) test -count=1 -run Allocations ./conn/ ./lock/
 	$(GO) test -race -count=1 -short ./integration
 	cd bench && $(GO) test -race -count=1 ./...
+	cd otel && $(GO) test -race -count=1 ./...
 
 # The whole integration suite, with a five-minute soak and five minutes of
 # the randomized checker on one server and five on a cluster
