@@ -28,10 +28,12 @@
 -- to a dead waiter that was ahead of it.
 -- promote returns the owner it handed the lock to (or self), or false
 -- when no live waiter is left, in which case the lock may be set to a
--- dead waiter and the caller must set or delete it. Like handOff in
--- fast.lua it never raises: a promotion the server refuses part-way
--- returns false.
+-- dead waiter and the caller must set or delete it; and, second, the
+-- number of waiters passed over because their process was gone or their
+-- place had run out. Like handOff in fast.lua it never raises: a
+-- promotion the server refuses part-way returns false.
 local function promote(lock, fence, queue, waiters, ttl, retention, publish, self)
+	local skipped = 0
 	local ok, head = pcall(function()
 		while true do
 			local head = redis.call('ZRANGE', queue, 0, 0)[1]
@@ -47,10 +49,11 @@ local function promote(lock, fence, queue, waiters, ttl, retention, publish, sel
 					local token = issue(fence, retention)
 					if tell(publish, channel, id .. ' ' .. string.format('%.0f', token) .. ' ' .. ttl .. ' ' .. head) then return head end
 				end
+				skipped = skipped + 1
 			end
 		end
 	end)
-	return ok and head
+	return ok and head, skipped
 end
 
 --- acquire
@@ -126,7 +129,8 @@ return {0, redis.call('PTTL', lock), counterOf(redis.pcall('GET', fence))}
 -- look at the head.
 -- KEYS: lock, fence, queue, waiters, seq, wanted
 -- ARGV: owner, ttl (a hand-off's), retention (the fence's TTL), publish
--- Returns 1 if owner held the lock, else 0.
+-- Returns 0 if owner did not hold the lock; else 2 if handed on, 1 if
+-- deleted, plus 4 for each waiter passed over on the way (see promote).
 local lock, fence, queue, waiters = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local owner, ttl, retention, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if redis.call('GET', lock) ~= owner then
@@ -134,8 +138,12 @@ if redis.call('GET', lock) ~= owner then
 	redis.call('HDEL', waiters, owner)
 	return 0
 end
-if not promote(lock, fence, queue, waiters, ttl, retention, publish) then redis.call('DEL', lock) end
-return 1
+local head, skipped = promote(lock, fence, queue, waiters, ttl, retention, publish)
+if not head then
+	redis.call('DEL', lock)
+	return 1 + 4 * skipped
+end
+return 2 + 4 * skipped
 
 --- commit
 -- The fenced write-back (see commit in shared.lua): with keep, the lock is

@@ -39,14 +39,17 @@ end
 -- token in it is the proof that the message comes from a script that
 -- read the request, which a client allowed to publish but not to read
 -- baton's keys cannot forge. A process of an earlier version, which
--- reads the ID alone, confirms the hand-off with an acquire as before. A request whose waiter nobody hears (its process
--- is gone), or owner's own, is dropped and the next is tried; with none
--- left it returns false, and the caller keeps or deletes the lock. A
+-- reads the ID alone, confirms the hand-off with an acquire as before. A
+-- request whose waiter nobody hears (its process is gone), or owner's
+-- own, is dropped and the next is tried; with none left it returns false,
+-- and the caller keeps or deletes the lock. Its second result is the
+-- number of requests dropped because nobody heard their waiter. A
 -- hand-off the server refuses part-way (an ACL without one of its
 -- commands, a key of another type) is given up, and handOff returns
 -- false as when nobody waits: so a release that has begun always ends,
 -- and a write-back never answers with an error after writing.
 local function handOff(lock, fence, wanted, owner, ttl, retention, publish)
+	local skipped = 0
 	local ok, handed = pcall(function()
 		while true do
 			local asker = onList('LPOP', wanted)
@@ -56,10 +59,11 @@ local function handOff(lock, fence, wanted, owner, ttl, retention, publish)
 				redis.call('SET', lock, other, 'PX', ttl)
 				local token = issue(fence, retention)
 				if tell(publish, channel, id .. ' ' .. string.format('%.0f', token) .. ' ' .. ttl .. ' ' .. other) then return true end
+				skipped = skipped + 1
 			end
 		end
 	end)
-	return ok and handed
+	return ok and handed, skipped
 end
 
 --- acquire
@@ -129,13 +133,16 @@ return 1
 -- asker, if any, or deletes it.
 -- KEYS: lock, fence, wanted
 -- ARGV: owner, ttl (a hand-off's), retention (the fence's TTL), publish
--- Returns 2 if handed on, 1 if deleted, 0 if not held.
+-- Returns 0 if not held; else 2 if handed on, 1 if deleted, plus 4 for
+-- each request dropped on the way because its waiter's process was gone
+-- (see released in release.go).
 local lock, fence, wanted = KEYS[1], KEYS[2], KEYS[3]
 local owner, ttl, retention, publish = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
 if redis.call('GET', lock) ~= owner then return 0 end
-if handOff(lock, fence, wanted, owner, ttl, retention, publish) then return 2 end
+local handed, skipped = handOff(lock, fence, wanted, owner, ttl, retention, publish)
+if handed then return 2 + 4 * skipped end
 redis.call('DEL', lock)
-return 1
+return 1 + 4 * skipped
 
 --- commit
 -- The fenced write-back (see commit in shared.lua): with keep, the lock is

@@ -102,6 +102,15 @@ func (c *claim) backgroundFailed(err error) {
 	c.l.obs.Observe(observe.Event{Kind: observe.ReleaseFailed, Op: observe.Release, Key: c.key, Mode: c.l.mode, Err: err})
 }
 
+// skipped reports the waiters that a release of the claim's lock passed
+// over, their process gone.
+func (c *claim) skipped(n int) {
+	if c.l.obs == nil || n == 0 {
+		return
+	}
+	c.l.obs.Observe(observe.Event{Kind: observe.WaitersSkipped, Key: c.key, Mode: c.l.mode, Count: n})
+}
+
 // granted reports the lease just granted to the claim's call. The caller
 // holds the Locker's mu, so that the event comes before any of the
 // lease's end.

@@ -339,3 +339,36 @@ func TestAPanickingObserverBreaksNothing(t *testing.T) {
 		})
 	}
 }
+
+func TestAReleaseThatSkipsADeadWaiterIsObserved(t *testing.T) {
+	for _, mode := range lockModes {
+		t.Run(mode.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			holder, rec := openObserved(t, srv, modeOptions(mode.name, lock.WithTTL(time.Minute))...)
+			live := open(t, srv, modeOptions(mode.name)...)
+			held := mustLock(t, holder, "k")
+			queueDeadWaiter(t, srv, mode.name)
+			got := make(chan error, 1)
+			go func() {
+				ls, err := live.Lock(context.Background(), "k")
+				if err == nil {
+					err = ls.Unlock(context.Background())
+				}
+				got <- err
+			}()
+			if mode.name == "fair" {
+				waitQueued(t, srv, 2)
+			} else {
+				redistest.Eventually(t, func() bool { return srv.Do(t, "LLEN", "baton:{k}:wanted").Int == 2 },
+					10*time.Second, time.Millisecond, "the live waiter never asked")
+			}
+			mustUnlock(t, held)
+			require.NoError(t, <-got)
+			require.NoError(t, holder.Close())
+			skipped := rec.of(observe.WaitersSkipped)
+			require.Len(t, skipped, 1)
+			require.Equal(t, 1, skipped[0].Count)
+			require.Equal(t, "k", skipped[0].Key)
+		})
+	}
+}

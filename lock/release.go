@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/batonlock/baton/conn"
@@ -122,14 +123,17 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, styl
 			return c.errorf("unlock", ErrStateMissing)
 		}
 	} else {
-		n, err := integerReply(v.result.reply, 0, 2)
+		n, err := integerReply(v.result.reply, 0, math.MaxInt32)
 		if err != nil {
 			return c.errorf("unlock", err)
 		}
+		var skipped int64
+		n, skipped = n%4, n/4
 		done = n >= 1
 		if n == 2 {
 			c.l.contention.handedOn(c.names.lock)
 		}
+		c.skipped(int(skipped))
 	}
 	switch {
 	case done && short != nil:

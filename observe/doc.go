@@ -21,7 +21,8 @@
 // (Uncertain), a watchdog that could not extend (ExtendFailed), a release
 // in the background that failed or was abandoned (ReleaseFailed), a
 // subscribe connection lost and dialled again (ConnectionLost,
-// Reconnected), a health check that failed (HealthCheckFailed). Kind's
+// Reconnected), a health check that failed (HealthCheckFailed), a release
+// that passed over waiters whose process was gone (WaitersSkipped). Kind's
 // constants say which fields each kind sets.
 //
 // Keys are in every event that concerns a lock, as the caller named them
@@ -37,8 +38,9 @@
 // that a lock's progress depends on: a hand-off reaches its waiter, and a
 // release its server, whatever an observer does. Events wait for that
 // goroutine in a queue of QueueSize; an event that finds the queue full is
-// dropped, and the next one delivered is preceded by a Dropped event that
-// counts them. An observer that panics loses that one event; the panic is
+// dropped, and counted: a Dropped event with the count goes into the
+// queue ahead of the next event that finds room (or, if none does, is
+// delivered at Close). An observer that panics loses that one event; the panic is
 // recovered and delivery goes on. A Locker's Close delivers the events
 // queued before it returns, so that a test that closes its Locker has seen
 // everything; an observer still busy after the release timeout

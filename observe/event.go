@@ -54,7 +54,8 @@ type Event struct {
 	// for Uncertain, ExtendFailed, ReleaseFailed, ConnectionLost and
 	// HealthCheckFailed.
 	Err error
-	// Count is a Dropped event's number of events dropped.
+	// Count is a Dropped event's number of events dropped, and a
+	// WaitersSkipped event's number of waiters.
 	Count int
 }
 
@@ -109,6 +110,11 @@ const (
 	// Dropped: Count events found the queue full and were dropped
 	// before this one.
 	Dropped
+	// WaitersSkipped: a release passed over Count waiters before it
+	// handed the lock on or let it go, since their process was gone (no
+	// subscriber heard their channel) or, in fair mode, their place in
+	// the queue had run out unrenewed (Key).
+	WaitersSkipped
 )
 
 var kindNames = [...]string{
@@ -116,7 +122,7 @@ var kindNames = [...]string{
 	WritingBack: "writing back", LeaseGranted: "lease granted", CallEnded: "call ended",
 	LeaseEnded: "lease ended", Uncertain: "uncertain", ExtendFailed: "extend failed",
 	ReleaseFailed: "release failed", ConnectionLost: "connection lost", Reconnected: "reconnected",
-	HealthCheckFailed: "health check failed", Dropped: "dropped",
+	HealthCheckFailed: "health check failed", Dropped: "dropped", WaitersSkipped: "waiters skipped",
 }
 
 func (k Kind) String() string { return name(kindNames[:], int(k)) }

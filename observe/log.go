@@ -9,7 +9,8 @@ import (
 // sees an error: a lease lost while held (Reason Lost, Expired or
 // ExtensionFailed), a watchdog's failed extension, a release in the
 // background that failed, a subscribe connection lost, reconnected or
-// failing its health check, and events dropped from a full queue. Every
+// failing its health check, a release that passed over dead waiters, and
+// events dropped from a full queue. Every
 // record has the message "baton: " and the event's kind, and the
 // attributes key, token, op, error and duration where the event has
 // them. A lost lease, a failed release and dropped events are warnings;
@@ -29,7 +30,7 @@ func (o logObserver) Observe(e Event) {
 		level = slog.LevelWarn
 	case ReleaseFailed, Dropped:
 		level = slog.LevelWarn
-	case ExtendFailed, ConnectionLost, Reconnected, HealthCheckFailed:
+	case ExtendFailed, ConnectionLost, Reconnected, HealthCheckFailed, WaitersSkipped:
 	default:
 		return
 	}
@@ -56,7 +57,7 @@ func (o logObserver) Observe(e Event) {
 	if e.Duration != 0 {
 		attrs = append(attrs, slog.Duration("duration", e.Duration))
 	}
-	if e.Kind == Dropped {
+	if e.Kind == Dropped || e.Kind == WaitersSkipped {
 		attrs = append(attrs, slog.Int("count", e.Count))
 	}
 	o.logger.LogAttrs(ctx, level, "baton: "+e.Kind.String(), attrs...)
