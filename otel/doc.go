@@ -50,6 +50,9 @@
 //     (lock.WithAutoExtend); baton.lock.release.failures: releases in
 //     the background that failed, leaving the lock to its TTL. Both with
 //     error.type.
+//   - baton.lock.release.skipped_waiters: waiters a release passed over
+//     because their process was gone (or, in fair mode, their place in
+//     the queue had run out): a sign of instances that crash or stall.
 //   - baton.subscriber.reconnects and
 //     baton.subscriber.health_check.failures: the subscribe connection
 //     that waiters hear releases on, broken and dialled again, or

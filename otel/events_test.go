@@ -84,6 +84,8 @@ func TestWhatNoCallerSeesIsCounted(t *testing.T) {
 			"baton.subscriber.health_check.failures", []attribute.KeyValue{errType("deadline_exceeded")}, 1},
 		{"dropped", observe.Event{Kind: observe.Dropped, Count: 7},
 			"baton.observe.dropped", nil, 7},
+		{"waiters skipped", observe.Event{Kind: observe.WaitersSkipped, Key: "k", Mode: observe.Fair, Count: 3},
+			"baton.lock.release.skipped_waiters", []attribute.KeyValue{mode("fair")}, 3},
 		{"lost", observe.Event{Kind: observe.LeaseEnded, Key: "k", Mode: observe.Fast, Reason: observe.Lost},
 			"baton.lock.leases.lost", []attribute.KeyValue{reason("lost")}, 1},
 		{"extension failed", observe.Event{Kind: observe.LeaseEnded, Key: "k", Mode: observe.Fair, Reason: observe.ExtensionFailed},

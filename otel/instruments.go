@@ -30,6 +30,7 @@ type instruments struct {
 	uncertain           metric.Int64Counter
 	extendFailures      metric.Int64Counter
 	releaseFailures     metric.Int64Counter
+	skippedWaiters      metric.Int64Counter
 	reconnects          metric.Int64Counter
 	healthCheckFailures metric.Int64Counter
 	dropped             metric.Int64Counter
@@ -64,6 +65,8 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 			"Extensions of the watchdog (lock.WithAutoExtend) that failed."),
 		releaseFailures: mk.counter("baton.lock.release.failures", "{release}",
 			"Releases in the background that failed or were abandoned; the lock's TTL frees the lock."),
+		skippedWaiters: mk.counter("baton.lock.release.skipped_waiters", "{waiter}",
+			"Waiters a release passed over because their process was gone or, in fair mode, their place in the queue had run out."),
 		reconnects: mk.counter("baton.subscriber.reconnects", "{reconnect}",
 			"Subscribe connections that were lost and dialled again."),
 		healthCheckFailures: mk.counter("baton.subscriber.health_check.failures", "{check}",

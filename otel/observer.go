@@ -80,6 +80,8 @@ func (o *Observer) Observe(e observe.Event) {
 		o.in.healthCheckFailures.Add(ctx, 1, o.failure(e).add...)
 	case observe.Dropped:
 		o.in.dropped.Add(ctx, int64(e.Count), o.measure(attrs{mode: e.Mode}).add...)
+	case observe.WaitersSkipped:
+		o.in.skippedWaiters.Add(ctx, int64(e.Count), o.measure(attrs{mode: e.Mode, key: o.keyLabel(e.Key)}).add...)
 	}
 }
 
