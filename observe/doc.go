@@ -40,7 +40,11 @@
 // goroutine in a queue of QueueSize; an event that finds the queue full is
 // dropped, and counted: a Dropped event with the count goes into the
 // queue ahead of the next event that finds room (or, if none does, is
-// delivered at Close). An observer that panics loses that one event; the panic is
+// delivered at Close). A full queue never drops the end of a call or a
+// lease whose start it queued: each start queued keeps room for its end,
+// and a start that finds no room for both is dropped with its end. So an
+// observer that pairs them (spans, calls in progress, leases held) is
+// never left with a start that has no end. An observer that panics loses that one event; the panic is
 // recovered and delivery goes on. A Locker's Close delivers the events
 // queued before it returns, so that a test that closes its Locker has seen
 // everything; an observer still busy after the release timeout

@@ -59,9 +59,9 @@
 //     found silent. These carry no mode.
 //   - baton.observe.dropped: events the Locker dropped because its
 //     observers fell behind (see [observe.QueueSize]); no mode either.
-//     Where it is not zero, the other metrics miss events: a call whose
-//     end was dropped stays counted in baton.lock.waiters, and its span
-//     is never ended.
+//     Where it is not zero, the other metrics miss events: a call or a
+//     lease dropped whole (the queue drops a start with its end, never
+//     the end of a start it queued), or a step of a call.
 //
 // error.type is a short word, from errors.Is and errors.As, never the
 // error's text: not_acquired, not_held, closed, invalid, undecodable,

@@ -14,14 +14,32 @@ import (
 // a goroutine of its own, started by Start and stopped by Close. Its
 // Observe never blocks, so that it may be called from any goroutine, a
 // lock's hot paths and the subscriber's reader among them.
+//
+// A full queue drops events, but never the end of a call or a lease whose
+// start it queued: each start queued keeps room for its end (see
+// Observe). So an observer that pairs them (spans, calls waiting, leases
+// held) is never left with a start whose end was dropped.
 type Queue struct {
 	observers []observe.Observer // set once by Start
 	events    chan observe.Event
-	dropped   atomic.Int64 // events that found events full since the last Dropped
-	discard   atomic.Bool  // set by Close once its bound has passed: deliver no more
+	discard   atomic.Bool // set by Close once its bound has passed: deliver no more
 	closing   chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+
+	// mu orders the events into the channel, and guards the room kept
+	// for ends. Observe holds it only to send without blocking.
+	mu       sync.Mutex
+	open     map[pairing]struct{} // guarded by mu: the starts queued whose end has not been
+	reserved int                  // guarded by mu: len(open), the room kept in events for their ends
+	dropped  int                  // guarded by mu: events dropped since the last Dropped queued
+}
+
+// pairing names a start and its end: a call's (CallBegan, CallEnded) or a
+// lease's (LeaseGranted, LeaseEnded), by the call's number.
+type pairing struct {
+	lease bool
+	call  uint64
 }
 
 // Start starts a queue for observers, or returns nil if there are none:
@@ -33,6 +51,7 @@ func Start(observers []observe.Observer) *Queue {
 	q := &Queue{
 		observers: observers,
 		events:    make(chan observe.Event, observe.QueueSize),
+		open:      map[pairing]struct{}{},
 		closing:   make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -42,8 +61,10 @@ func Start(observers []observe.Observer) *Queue {
 
 // Observe queues e, stamped with the time now if it has none, or drops
 // and counts it if the queue is full. The count goes into the queue, as a
-// Dropped event, ahead of the next event that finds room. Events after
-// Close are dropped.
+// Dropped event, ahead of the next event that finds room for both. A
+// start (CallBegan, LeaseGranted) is queued only if there is room for it
+// and its end, and the end of a start queued always finds room. Events
+// after Close are dropped.
 func (q *Queue) Observe(e observe.Event) {
 	if q == nil {
 		return
@@ -51,24 +72,68 @@ func (q *Queue) Observe(e observe.Event) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
+	p, start, end := pairOf(e)
+	q.mu.Lock()
+	defer q.mu.Unlock()
 	select {
 	case <-q.closing:
 		return
 	default:
 	}
-	if n := q.dropped.Swap(0); n > 0 {
-		select {
-		case q.events <- observe.Event{Kind: observe.Dropped, Time: e.Time, Count: int(n)}:
-		default:
-			q.dropped.Add(n + 1)
-			return
-		}
+	if _, ok := q.open[p]; ok && end {
+		delete(q.open, p)
+		q.reserved--
+		q.send(e) // into the room its start kept
+		return
 	}
+	need := 1
+	if start {
+		need = 2
+	}
+	if q.dropped > 0 {
+		need++
+	}
+	if cap(q.events)-len(q.events)-q.reserved < need {
+		q.dropped++
+		return
+	}
+	if q.dropped > 0 {
+		q.send(observe.Event{Kind: observe.Dropped, Time: e.Time, Count: q.dropped})
+		q.dropped = 0
+	}
+	if start {
+		q.open[p] = struct{}{}
+		q.reserved++
+	}
+	q.send(e)
+}
+
+// send puts e in the channel, which has room for it (see Observe): only
+// the deliverer takes from it meanwhile. The caller holds mu.
+func (q *Queue) send(e observe.Event) {
 	select {
 	case q.events <- e:
 	default:
-		q.dropped.Add(1)
+		q.dropped++ // never, while the room is counted right
 	}
+}
+
+// pairOf says whether e starts or ends a call or a lease, and which.
+func pairOf(e observe.Event) (p pairing, start, end bool) {
+	if e.Call == 0 {
+		return pairing{}, false, false
+	}
+	switch e.Kind {
+	case observe.CallBegan:
+		return pairing{call: e.Call}, true, false
+	case observe.CallEnded:
+		return pairing{call: e.Call}, false, true
+	case observe.LeaseGranted:
+		return pairing{lease: true, call: e.Call}, true, false
+	case observe.LeaseEnded:
+		return pairing{lease: true, call: e.Call}, false, true
+	}
+	return pairing{}, false, false
 }
 
 // Close delivers the events queued so far, stops the goroutine and waits
@@ -117,8 +182,12 @@ func (q *Queue) drain() {
 			}
 			q.tell(e)
 		default:
-			if n := q.dropped.Swap(0); n > 0 {
-				q.tell(observe.Event{Kind: observe.Dropped, Time: time.Now(), Count: int(n)})
+			q.mu.Lock()
+			n := q.dropped
+			q.dropped = 0
+			q.mu.Unlock()
+			if n > 0 {
+				q.tell(observe.Event{Kind: observe.Dropped, Time: time.Now(), Count: n})
 			}
 			return
 		}

@@ -123,3 +123,44 @@ func TestCloseGivesUpOnTheQueueAfterItsBound(t *testing.T) {
 	q.Close(20 * time.Millisecond)
 	require.Len(t, g.seen(), 1)
 }
+
+func TestAFullQueueKeepsTheEndOfEveryStartItQueued(t *testing.T) {
+	g := &gate{open: make(chan struct{})}
+	q := observing.Start([]observe.Observer{g})
+	q.Observe(observe.Event{Kind: observe.Asked}) // taken by the deliverer, which waits in Observe
+	require.Eventually(t, func() bool { return observing.Queued(q) == 0 }, 10*time.Second, time.Millisecond)
+	q.Observe(observe.Event{Kind: observe.CallBegan, Call: 1})
+	q.Observe(observe.Event{Kind: observe.LeaseGranted, Call: 1})
+	// Fill what is left but the room kept for the two ends, and one more.
+	for range observe.QueueSize - 2 - 2 - 1 {
+		q.Observe(observe.Event{Kind: observe.Asked})
+	}
+	// One place is left: too few for a start and its end.
+	q.Observe(observe.Event{Kind: observe.CallBegan, Call: 2})
+	// Dropped too: the count of the drops needs a place beside it.
+	q.Observe(observe.Event{Kind: observe.Asked})
+	q.Observe(observe.Event{Kind: observe.CallEnded, Call: 2})
+	q.Observe(observe.Event{Kind: observe.LeaseEnded, Call: 1})
+	q.Observe(observe.Event{Kind: observe.CallEnded, Call: 1})
+	close(g.open)
+	q.Close(time.Minute)
+
+	var calls []observe.Event
+	dropped := 0
+	for _, e := range g.seen() {
+		switch e.Kind {
+		case observe.Asked:
+		case observe.Dropped:
+			dropped += e.Count
+		default:
+			calls = append(calls, e)
+		}
+	}
+	kinds := make([]observe.Kind, len(calls))
+	for i, e := range calls {
+		kinds[i] = e.Kind
+		require.Equal(t, uint64(1), e.Call, "only call 1 was queued")
+	}
+	require.Equal(t, []observe.Kind{observe.CallBegan, observe.LeaseGranted, observe.LeaseEnded, observe.CallEnded}, kinds)
+	require.Equal(t, 3, dropped, "call 2's start and end, and the Asked between them")
+}
