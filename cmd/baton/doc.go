@@ -8,5 +8,6 @@
 // Every command takes --help. Exit codes: 0 on success, 1 when the command
 // ran and failed (one line naming the server and what failed), 2 for a
 // mistake on the command line, 130 when interrupted (after releasing every
-// lease and removing every throwaway server it started).
+// lease and removing every throwaway server it started); inspect --watch,
+// which runs until it is interrupted, exits 0 then.
 package main

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"strings"
 	"time"
@@ -38,7 +39,20 @@ With --json: one document with addr, key, redis_key, mode ("fast" or
 "fair"), held, holder, ttl_ms (-1: the key never expires), token, wanted
 and queue (a list of {owner, lease_left_ms}; null in fast mode). holder,
 ttl_ms and token are null when the lock is free, and token also when it
-cannot be known (see lock.Info).`
+cannot be known (see lock.Info).
+
+With --watch: the view again and again, each refresh --interval (1s
+unless set) after the last and with its time above it, until interrupted
+(Ctrl-C or SIGTERM), which ends the command with exit status 0. On a
+terminal each refresh redraws the screen; elsewhere (a file, a pipe) the
+refreshes follow one another, each ending with a blank line, and with
+--json each is one document on a line of its own (JSON Lines). The first
+refresh must succeed: a wrong address, password or KEY ends the command
+as it does without --watch. After it, a refresh that fails (the server
+gone, say) shows its error in the view, with --json as a document of
+addr, key, redis_key, mode and error, and the watch goes on; it shows
+the lock again once the server answers. Every refresh reads through the
+same Locker, whose connections are dialled again when they break.`
 
 func init() {
 	register("inspect", "who holds a lock, for how long, and who waits for it", runInspect)
@@ -47,38 +61,54 @@ func init() {
 // inspectFlags are inspect's command line, once parsed.
 type inspectFlags struct {
 	addr, prefix, key string
-	fair, json        bool
+	fair, json, watch bool
+	interval          time.Duration // between two refreshes of --watch
 }
 
-func runInspect(ctx context.Context, args []string, out outputs) error {
+func parseInspectFlags(args []string, out outputs) (inspectFlags, error) {
 	var f inspectFlags
-	fs := newFlags("inspect", "--addr ADDR [--fair] [--prefix P] [--json] KEY", inspectAbout, out)
+	fs := newFlags("inspect", "--addr ADDR [--fair] [--prefix P] [--json] [--watch [--interval D]] KEY", inspectAbout, out)
 	fs.StringVar(&f.addr, "addr", "", addrFlagHelp+" (required)")
 	fs.BoolVar(&f.fair, "fair", false, "read the fair mode's keys, the queue among them, as a Locker made WithFair does")
 	fs.StringVar(&f.prefix, "prefix", "baton:", "the key prefix the lock's users give to lock.WithKeyPrefix")
-	fs.BoolVar(&f.json, "json", false, "print one JSON document on stdout, and nothing else there")
+	fs.BoolVar(&f.json, "json", false, "print one JSON document on stdout, and nothing else there (with --watch, one per refresh, each on a line)")
+	fs.BoolVar(&f.watch, "watch", false, "show the view again every --interval until interrupted (Ctrl-C), then exit 0")
+	fs.DurationVar(&f.interval, "interval", time.Second, "how long --watch waits between two refreshes; more than 0")
 	rest, err := parse(fs, args)
+	if err != nil {
+		return f, err
+	}
+	intervalSet := false
+	fs.Visit(func(fl *flag.Flag) { intervalSet = intervalSet || fl.Name == "interval" })
+	switch {
+	case f.addr == "":
+		return f, usagef("--addr is required: inspect reads a server you name")
+	case f.interval <= 0:
+		return f, usagef("--interval %v: want more than 0", f.interval)
+	case intervalSet && !f.watch:
+		return f, usagef("--interval is the wait between two refreshes of --watch: add --watch, or leave --interval out")
+	case len(rest) == 0:
+		return f, usagef("missing KEY, the lock to inspect")
+	case len(rest) > 1 && strings.HasPrefix(rest[1], "-"):
+		return f, usagef("flags go before KEY: %q", rest[1])
+	case len(rest) > 1:
+		return f, usagef("unexpected argument %q: inspect takes one KEY", rest[1])
+	}
+	f.key = rest[0]
+	return f, nil
+}
+
+func runInspect(ctx context.Context, args []string, out outputs) error {
+	f, err := parseInspectFlags(args, out)
 	if err != nil {
 		return err
 	}
-	switch {
-	case f.addr == "":
-		return usagef("--addr is required: inspect reads a server you name")
-	case len(rest) == 0:
-		return usagef("missing KEY, the lock to inspect")
-	case len(rest) > 1 && strings.HasPrefix(rest[1], "-"):
-		return usagef("flags go before KEY: %q", rest[1])
-	case len(rest) > 1:
-		return usagef("unexpected argument %q: inspect takes one KEY", rest[1])
+	if f.watch {
+		return watchInspect(ctx, f, out)
 	}
-	f.key = rest[0]
-
 	info, err := inspect(ctx, f)
-	switch {
-	case errors.Is(err, lock.ErrInvalid):
-		return usagef("%w", err) // the key or the prefix
-	case err != nil:
-		return fmt.Errorf("%s: %w", redactAddr(f.addr), err)
+	if err != nil {
+		return inspectFailed(f, err)
 	}
 	rep := newInspectReport(f, info)
 	if f.json {
@@ -88,23 +118,39 @@ func runInspect(ctx context.Context, args []string, out outputs) error {
 	return nil
 }
 
-// inspect reads the lock. An inspector must leave the server's settings
-// alone, so the Locker is told the keyspace events are configured (it
-// then neither reads nor sets them) and that eviction is the operator's
-// business (Open would refuse an evicting policy, which is worth
-// inspecting all the more). A redis+cluster:// address reads the lock on
-// its node of a cluster.
+// inspectFailed is the command's error for a failed inspection: a
+// refused key or prefix is a mistake on the command line, anything else
+// names the server.
+func inspectFailed(f inspectFlags, err error) error {
+	if errors.Is(err, lock.ErrInvalid) {
+		return usagef("%w", err)
+	}
+	return fmt.Errorf("%s: %w", redactAddr(f.addr), err)
+}
+
+// inspect reads the lock once, through a Locker of its own.
 func inspect(ctx context.Context, f inspectFlags) (lock.Info, error) {
 	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
 	defer cancel()
-	opts := []lock.Option{lock.WithKeyPrefix(f.prefix), lock.WithKeyspaceEventsConfigured(), lock.WithEvictionAllowed()}
-	if f.fair {
-		opts = append(opts, lock.WithFair())
-	}
-	l, err := lock.Open(ctx, f.addr, opts...)
+	l, err := openInspector(ctx, f)
 	if err != nil {
 		return lock.Info{}, err
 	}
 	defer l.Close()
 	return l.Inspect(ctx, f.key)
+}
+
+// openInspector opens the Locker that inspect reads through. An inspector
+// must leave the server's settings alone, so the Locker is told the
+// keyspace events are configured (it then neither reads nor sets them)
+// and that eviction is the operator's business (Open would refuse an
+// evicting policy, which is worth inspecting all the more). A
+// redis+cluster:// address reads the lock on its node of a cluster. ctx
+// bounds the opening alone: the Locker lives until its Close.
+func openInspector(ctx context.Context, f inspectFlags) (*lock.Locker, error) {
+	opts := []lock.Option{lock.WithKeyPrefix(f.prefix), lock.WithKeyspaceEventsConfigured(), lock.WithEvictionAllowed()}
+	if f.fair {
+		opts = append(opts, lock.WithFair())
+	}
+	return lock.Open(ctx, f.addr, opts...)
 }

@@ -9,19 +9,39 @@ import (
 	"github.com/batonlock/baton/lock"
 )
 
+// inspectTarget is the lock inspect reads, as every document names it:
+// the server, with its password (if any) hidden, the key, the key's name
+// on the server and the mode.
+type inspectTarget struct {
+	Addr     string `json:"addr"`
+	Key      string `json:"key"`
+	RedisKey string `json:"redis_key"`
+	Mode     string `json:"mode"`
+}
+
+func newInspectTarget(f inspectFlags) inspectTarget {
+	t := inspectTarget{Addr: redactAddr(f.addr), Key: f.key, RedisKey: f.prefix + "{" + f.key + "}", Mode: "fast"}
+	if f.fair {
+		t.Mode = "fair"
+	}
+	return t
+}
+
+// writeText prints the line that names the lock.
+func (t inspectTarget) writeText(w io.Writer) {
+	reportLine(w, "lock", "%s on %s (%s mode)", t.RedisKey, t.Addr, t.Mode)
+}
+
 // inspectReport is what inspect found, as --json prints it. The pointers
 // are null where there is nothing to say: no holder, no TTL, or no token
-// known. Addr is the server with its password, if any, hidden.
+// known.
 type inspectReport struct {
-	Addr     string  `json:"addr"`
-	Key      string  `json:"key"`
-	RedisKey string  `json:"redis_key"`
-	Mode     string  `json:"mode"`
-	Held     bool    `json:"held"`
-	Holder   *string `json:"holder"`
-	TTLms    *int64  `json:"ttl_ms"`
-	Token    *uint64 `json:"token"`
-	Wanted   bool    `json:"wanted"`
+	inspectTarget
+	Held   bool    `json:"held"`
+	Holder *string `json:"holder"`
+	TTLms  *int64  `json:"ttl_ms"`
+	Token  *uint64 `json:"token"`
+	Wanted bool    `json:"wanted"`
 	// Queue is nil in fast mode, which reads no queue, and empty in fair
 	// mode when nobody waits.
 	Queue []inspectWaiter `json:"queue"`
@@ -34,12 +54,8 @@ type inspectWaiter struct {
 }
 
 func newInspectReport(f inspectFlags, info lock.Info) inspectReport {
-	r := inspectReport{
-		Addr: redactAddr(f.addr), Key: f.key, RedisKey: f.prefix + "{" + f.key + "}",
-		Mode: "fast", Held: info.Held, Wanted: info.Wanted,
-	}
+	r := inspectReport{inspectTarget: newInspectTarget(f), Held: info.Held, Wanted: info.Wanted}
 	if f.fair {
-		r.Mode = "fair"
 		r.Queue = make([]inspectWaiter, 0, len(info.Queue))
 	}
 	if info.Held {
@@ -69,36 +85,33 @@ func (r inspectReport) writeJSON(w io.Writer) error {
 
 // writeText prints the report for people: one aligned line per fact.
 func (r inspectReport) writeText(w io.Writer) {
-	line := func(label, format string, args ...any) {
-		fmt.Fprintf(w, "%-17s%s\n", label+":", fmt.Sprintf(format, args...))
-	}
-	line("lock", "%s on %s (%s mode)", r.RedisKey, r.Addr, r.Mode)
+	r.inspectTarget.writeText(w)
 	if !r.Held {
-		line("held by", "nobody: the lock is free")
+		reportLine(w, "held by", "nobody: the lock is free")
 		if r.Wanted && r.Mode == "fast" {
-			line("asked for", "yes, by a waiter that has not taken it yet")
+			reportLine(w, "asked for", "yes, by a waiter that has not taken it yet")
 		}
 	} else {
-		line("held by", "%s (the start of its owner token)", *r.Holder)
+		reportLine(w, "held by", "%s (the start of its owner token)", *r.Holder)
 		if *r.TTLms < 0 {
-			line("TTL left", "none: the key never expires, which no baton client sets")
+			reportLine(w, "TTL left", "none: the key never expires, which no baton client sets")
 		} else {
-			line("TTL left", "%v", time.Duration(*r.TTLms)*time.Millisecond)
+			reportLine(w, "TTL left", "%v", time.Duration(*r.TTLms)*time.Millisecond)
 		}
 		if r.Token != nil {
-			line("fencing token", "%d", *r.Token)
+			reportLine(w, "fencing token", "%d", *r.Token)
 		} else {
-			line("fencing token", "unknown: the lock is being handed over, or its counter expired")
+			reportLine(w, "fencing token", "unknown: the lock is being handed over, or its counter expired")
 		}
-		line("asked to let go", "%s", yesNo(r.Wanted))
+		reportLine(w, "asked to let go", "%s", yesNo(r.Wanted))
 	}
 	switch {
 	case r.Queue == nil:
-		line("queue", "none in fast mode (--fair reads a fair lock's queue)")
+		reportLine(w, "queue", "none in fast mode (--fair reads a fair lock's queue)")
 	case len(r.Queue) == 0:
-		line("queue", "empty")
+		reportLine(w, "queue", "empty")
 	default:
-		line("queue", "%d waiting, in the order they get the lock", len(r.Queue))
+		reportLine(w, "queue", "%d waiting, in the order they get the lock", len(r.Queue))
 		for i, q := range r.Queue {
 			left := time.Duration(q.LeaseLeftMs) * time.Millisecond
 			if left < 0 {
@@ -108,6 +121,12 @@ func (r inspectReport) writeText(w io.Writer) {
 			fmt.Fprintf(w, "  %2d. %s  lease left %v\n", i+1, q.Owner, left)
 		}
 	}
+}
+
+// reportLine prints one fact of inspect's view: its label, aligned, then
+// the fact.
+func reportLine(w io.Writer, label, format string, args ...any) {
+	fmt.Fprintf(w, "%-17s%s\n", label+":", fmt.Sprintf(format, args...))
 }
 
 func yesNo(b bool) string {
