@@ -3,11 +3,13 @@ package batonotel_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"github.com/batonlock/baton/internal/latency"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	batonotel "github.com/batonlock/baton/otel"
@@ -19,7 +21,9 @@ import (
 // a tracer provider with no exporter, so that spans are made and
 // recorded but go nowhere. The observer runs on the Locker's own
 // goroutine, concurrently with the loop; the allocations counted are
-// the whole process's, the observer's included. Compare with
+// the whole process's, the observer's included. Beside ns/op (the mean),
+// it reports the median latency of a Lock and Unlock (p50-ns), from an
+// HDR histogram. Compare with
 //
 //	benchstat -col /observer
 func BenchmarkLockUnlock(b *testing.B) {
@@ -43,8 +47,10 @@ func BenchmarkLockUnlock(b *testing.B) {
 			l, err := lock.Open(context.Background(), srv.Addr, opts...)
 			require.NoError(b, err)
 			ctx := context.Background()
+			rec := latency.NewRecorder()
 			b.ReportAllocs()
 			for b.Loop() {
+				start := time.Now()
 				ls, err := l.Lock(ctx, "bench")
 				if err != nil {
 					b.Fatal(err)
@@ -52,7 +58,9 @@ func BenchmarkLockUnlock(b *testing.B) {
 				if err := ls.Unlock(ctx); err != nil {
 					b.Fatal(err)
 				}
+				rec.Record(time.Since(start))
 			}
+			b.ReportMetric(float64(rec.Summary().P50.Nanoseconds()), "p50-ns")
 			require.NoError(b, l.Close())
 			if reader != nil {
 				tm := telemetry{reader: reader}
