@@ -36,7 +36,11 @@
 // A Locker delivers events to its observers from one goroutine of its own,
 // in the order they happened, and never calls an observer from a goroutine
 // that a lock's progress depends on: a hand-off reaches its waiter, and a
-// release its server, whatever an observer does. Events wait for that
+// release its server, whatever an observer does. That goroutine takes the
+// events in batches, resting a millisecond after each, so that a busy
+// Locker costs its callers' cores one wake-up a millisecond rather than
+// one an event: an observer hears of an event about a millisecond late at
+// most, beyond the time it takes over the events before. Events wait for that
 // goroutine in a queue of QueueSize; an event that finds the queue full is
 // dropped, and counted: a Dropped event with the count goes into the
 // queue ahead of the next event that finds room (or, if none does, is

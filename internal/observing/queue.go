@@ -157,6 +157,9 @@ func (q *Queue) Close(bound time.Duration) {
 
 func (q *Queue) deliver() {
 	defer close(q.done)
+	rest := time.NewTimer(time.Hour)
+	rest.Stop()
+	defer rest.Stop()
 	for {
 		select {
 		case e := <-q.events:
@@ -164,8 +167,39 @@ func (q *Queue) deliver() {
 				return
 			}
 			q.tell(e)
+			q.catchUp()
+			// Rest a moment, so that the events of the next moment wait
+			// in the channel and are taken as a batch: a deliverer woken
+			// for each event would cost the process a goroutine wake-up
+			// for each, on the cores the lock's callers use.
+			rest.Reset(batchPause)
+			select {
+			case <-rest.C:
+			case <-q.closing:
+				rest.Stop()
+			}
 		case <-q.closing:
 			q.drain()
+			return
+		}
+	}
+}
+
+// batchPause is how long the deliverer rests after a batch of events:
+// how late an observer may hear of an event, at most, beyond the time
+// it takes to deliver the ones before.
+const batchPause = time.Millisecond
+
+// catchUp delivers what is queued, without waiting for more.
+func (q *Queue) catchUp() {
+	for {
+		select {
+		case e := <-q.events:
+			if q.discard.Load() {
+				return
+			}
+			q.tell(e)
+		default:
 			return
 		}
 	}
