@@ -2,6 +2,7 @@ package batonotel_test
 
 import (
 	"context"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -20,8 +21,11 @@ import (
 
 // TestMain starts a throwaway redis-server for the examples (see
 // example_test.go's redisAddr) and fails the run if any goroutine outlives
-// the tests.
+// the tests; or, with deadWaiterEnv set, is a waiter to be killed.
 func TestMain(m *testing.M) {
+	if addr := os.Getenv(deadWaiterEnv); addr != "" {
+		os.Exit(waitInLine(addr)) // a process to kill (see TestADeadFairWaiterIsCountedAsSkipped)
+	}
 	goleak.VerifyTestMain(redistest.WithExampleServer(m, &redisAddr))
 }
 
