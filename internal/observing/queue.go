@@ -63,8 +63,8 @@ func Start(observers []observe.Observer) *Queue {
 // and counts it if the queue is full. The count goes into the queue, as a
 // Dropped event, ahead of the next event that finds room for both. A
 // start (CallBegan, LeaseGranted) is queued only if there is room for it
-// and its end, and the end of a start queued always finds room. Events
-// after Close are dropped.
+// and its end, the end of a start queued always finds room, and the end
+// of a start dropped is dropped too. Events after Close are dropped.
 func (q *Queue) Observe(e observe.Event) {
 	if q == nil {
 		return
@@ -80,7 +80,14 @@ func (q *Queue) Observe(e observe.Event) {
 		return
 	default:
 	}
-	if _, ok := q.open[p]; ok && end {
+	if end {
+		if _, ok := q.open[p]; !ok {
+			// Its start was dropped (or it ended already): an end
+			// told alone would close what no observer opened, a
+			// gauge of leases held would go below zero.
+			q.dropped++
+			return
+		}
 		delete(q.open, p)
 		q.reserved--
 		q.send(e) // into the room its start kept

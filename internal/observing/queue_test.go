@@ -164,3 +164,29 @@ func TestAFullQueueKeepsTheEndOfEveryStartItQueued(t *testing.T) {
 	require.Equal(t, []observe.Kind{observe.CallBegan, observe.LeaseGranted, observe.LeaseEnded, observe.CallEnded}, kinds)
 	require.Equal(t, 3, dropped, "call 2's start and end, and the Asked between them")
 }
+
+func TestTheEndOfAStartThatWasDroppedIsDroppedToo(t *testing.T) {
+	g := &gate{open: make(chan struct{})}
+	q := observing.Start([]observe.Observer{g})
+	q.Observe(observe.Event{Kind: observe.Asked}) // taken by the deliverer, which waits in Observe
+	require.Eventually(t, func() bool { return observing.Queued(q) == 0 }, 10*time.Second, time.Millisecond)
+	for range observe.QueueSize {
+		q.Observe(observe.Event{Kind: observe.Asked})
+	}
+	q.Observe(observe.Event{Kind: observe.LeaseGranted, Call: 1}) // the queue is full
+	close(g.open)
+	require.Eventually(t, func() bool { return len(g.seen()) == 1+observe.QueueSize }, 10*time.Second, time.Millisecond)
+	// Room again, but the lease's start was never told: its end must not be.
+	q.Observe(observe.Event{Kind: observe.LeaseEnded, Call: 1})
+	q.Observe(observe.Event{Kind: observe.Asked})
+	q.Close(time.Minute)
+
+	dropped := 0
+	for _, e := range g.seen() {
+		require.NotEqual(t, observe.LeaseEnded, e.Kind, "an end whose start was dropped")
+		if e.Kind == observe.Dropped {
+			dropped += e.Count
+		}
+	}
+	require.Equal(t, 2, dropped, "the start and its end")
+}
