@@ -2,6 +2,7 @@ package lock_test
 
 import (
 	"context"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -292,7 +293,7 @@ func TestEventsThatFindTheQueueFullAreCountedAndNoCallIsLeftOpen(t *testing.T) {
 	obs := &blockingObserver{entered: make(chan struct{}), unblock: make(chan struct{})}
 	l := open(t, srv, lock.WithObserver(obs))
 	held := mustLock(t, open(t, srv), "k")
-	const tries = observe.QueueSize // two events each
+	const tries = 2 * observe.QueueSize // two events each, of which the end takes no room
 	for range tries {
 		_, err := l.TryLock(context.Background(), "k")
 		require.ErrorIs(t, err, lock.ErrNotAcquired)
@@ -380,4 +381,25 @@ func TestAReleaseThatSkipsADeadWaiterIsObserved(t *testing.T) {
 			require.Equal(t, "k", skipped[0].Key)
 		})
 	}
+}
+
+func TestLeasesHeldLeaveTheQueueRoomForCalls(t *testing.T) {
+	srv := redistest.Start(t)
+	l, rec := openObserved(t, srv)
+	// As many leases held at once as the queue has room for events: a
+	// service with a lock per customer, held with a watchdog, has more.
+	const held = observe.QueueSize
+	for i := range held {
+		mustLock(t, l, "k"+strconv.Itoa(i))
+		if n := i + 1; n%256 == 0 {
+			// Delivered so far: the queue is empty again.
+			redistest.Eventually(t, func() bool { return len(rec.of(observe.CallEnded)) == n },
+				10*time.Second, time.Millisecond, "calls dropped from a queue with room, %d leases held", n)
+		}
+	}
+	mustUnlock(t, mustLock(t, l, "one more"))
+	require.NoError(t, l.Close())
+	require.Empty(t, rec.of(observe.Dropped))
+	require.Len(t, rec.of(observe.LeaseGranted), held+1)
+	require.Len(t, rec.of(observe.LeaseEnded), held+1)
 }

@@ -45,11 +45,14 @@
 // dropped, and counted: a Dropped event with the count goes into the
 // queue ahead of the next event that finds room (or, if none does, is
 // delivered at Close). A full queue never drops the end of a call or a
-// lease whose start it queued: each start queued keeps room for its end,
-// and a start that finds no room for both is dropped with its end. So an
-// observer that pairs them (spans, calls in progress, leases held) is
-// never left with a start that has no end. An observer that panics loses that one event; the panic is
-// recovered and delivery goes on. A Locker's Close delivers the events
+// lease whose start it queued: such an end is queued whatever the queue
+// holds, and takes none of its room, so that leases held for long, and
+// calls that wait for long, leave the other events all of it; a start
+// that finds no room is dropped with its end. So an observer that pairs
+// them (spans, calls in progress, leases held) is never left with a
+// start that has no end, nor told of an end whose start it never saw.
+// An observer that panics loses that one event; the panic is recovered
+// and delivery goes on. A Locker's Close delivers the events
 // queued before it returns, so that a test that closes its Locker has seen
 // everything; an observer still busy after the release timeout
 // (lock.WithReleaseTimeout) loses the rest. Close waits for the call in

@@ -14,6 +14,8 @@ type Observer interface {
 // QueueSize is how many events a Locker keeps for its observers while
 // they are busy: enough for the bursts of a busy process, which a slow
 // observer then catches up on. Past it, events are dropped and counted.
+// The end of a call or a lease whose start was queued (CallEnded,
+// LeaseEnded) is kept beyond it, and counts for none of it.
 const QueueSize = 1024
 
 // Event is one thing a Locker did or saw. Kind says which fields are set;

@@ -1,4 +1,8 @@
 package observing
 
-// Queued is how many events wait in q's channel.
-func Queued(q *Queue) int { return len(q.events) }
+// Queued is how many events wait in q for the deliverer to take them.
+func Queued(q *Queue) int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.pending)
+}

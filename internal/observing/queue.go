@@ -16,23 +16,32 @@ import (
 // lock's hot paths and the subscriber's reader among them.
 //
 // A full queue drops events, but never the end of a call or a lease whose
-// start it queued: each start queued keeps room for its end (see
-// Observe). So an observer that pairs them (spans, calls waiting, leases
-// held) is never left with a start whose end was dropped.
+// start it queued (see Observe). So an observer that pairs them (spans,
+// calls waiting, leases held) is never left with a start whose end was
+// dropped. An end takes no room of QueueSize's: leases held for long, and
+// calls that wait for long, must not leave the other events no room.
 type Queue struct {
 	observers []observe.Observer // set once by Start
-	events    chan observe.Event
-	discard   atomic.Bool // set by Close once its bound has passed: deliver no more
-	closing   chan struct{}
+	wake      chan struct{}      // capacity 1: pending has become non-empty
+	discard   atomic.Bool        // set by Close once its bound has passed: deliver no more
+	closing   chan struct{}      // closed by Close once closed is set
 	done      chan struct{}
 	closeOnce sync.Once
 
-	// mu orders the events into the channel, and guards the room kept
-	// for ends. Observe holds it only to send without blocking.
-	mu       sync.Mutex
-	open     map[pairing]struct{} // guarded by mu: the starts queued whose end has not been
-	reserved int                  // guarded by mu: len(open), the room kept in events for their ends
-	dropped  int                  // guarded by mu: events dropped since the last Dropped queued
+	// waiting is how many events are queued, or taken by the deliverer
+	// and not yet told, that count against QueueSize: all but ends.
+	// Observe adds to it, holding mu; the deliverer takes from it, just
+	// before it tells each, so that Observe may only see less room than
+	// there is, never more.
+	waiting atomic.Int64
+
+	// mu orders the events into pending, and guards what says which
+	// starts were queued.
+	mu      sync.Mutex
+	pending []observe.Event      // guarded by mu: queued, oldest first; taken whole by the deliverer
+	open    map[pairing]struct{} // guarded by mu: the starts queued whose end has not been
+	dropped int                  // guarded by mu: events dropped since the last Dropped queued
+	closed  bool                 // guarded by mu: set by Close; nothing is queued after it
 }
 
 // pairing names a start and its end: a call's (CallBegan, CallEnded) or a
@@ -50,7 +59,7 @@ func Start(observers []observe.Observer) *Queue {
 	}
 	q := &Queue{
 		observers: observers,
-		events:    make(chan observe.Event, observe.QueueSize),
+		wake:      make(chan struct{}, 1),
 		open:      map[pairing]struct{}{},
 		closing:   make(chan struct{}),
 		done:      make(chan struct{}),
@@ -60,11 +69,13 @@ func Start(observers []observe.Observer) *Queue {
 }
 
 // Observe queues e, stamped with the time now if it has none, or drops
-// and counts it if the queue is full. The count goes into the queue, as a
-// Dropped event, ahead of the next event that finds room for both. A
-// start (CallBegan, LeaseGranted) is queued only if there is room for it
-// and its end, the end of a start queued always finds room, and the end
-// of a start dropped is dropped too. Events after Close are dropped.
+// and counts it if QueueSize events wait already. The count goes into the
+// queue, as a Dropped event, ahead of the next event that finds room for
+// both. The end of a start queued (CallEnded after its CallBegan,
+// LeaseEnded after its LeaseGranted) is always queued, and takes no room:
+// so the room a start needs is its own alone, and one held for long keeps
+// none from the events after it. The end of a start dropped is dropped
+// too. Events after Close are dropped.
 func (q *Queue) Observe(e observe.Event) {
 	if q == nil {
 		return
@@ -75,10 +86,8 @@ func (q *Queue) Observe(e observe.Event) {
 	p, start, end := pairOf(e)
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	select {
-	case <-q.closing:
+	if q.closed {
 		return
-	default:
 	}
 	if end {
 		if _, ok := q.open[p]; !ok {
@@ -89,39 +98,39 @@ func (q *Queue) Observe(e observe.Event) {
 			return
 		}
 		delete(q.open, p)
-		q.reserved--
-		q.send(e) // into the room its start kept
+		q.push(e)
 		return
 	}
-	need := 1
-	if start {
-		need = 2
-	}
+	need := int64(1)
 	if q.dropped > 0 {
 		need++
 	}
-	if cap(q.events)-len(q.events)-q.reserved < need {
+	if observe.QueueSize-q.waiting.Load() < need {
 		q.dropped++
 		return
 	}
 	if q.dropped > 0 {
-		q.send(observe.Event{Kind: observe.Dropped, Time: e.Time, Count: q.dropped})
+		q.push(observe.Event{Kind: observe.Dropped, Time: e.Time, Count: q.dropped})
 		q.dropped = 0
 	}
 	if start {
 		q.open[p] = struct{}{}
-		q.reserved++
 	}
-	q.send(e)
+	q.push(e)
 }
 
-// send puts e in the channel, which has room for it (see Observe): only
-// the deliverer takes from it meanwhile. The caller holds mu.
-func (q *Queue) send(e observe.Event) {
-	select {
-	case q.events <- e:
-	default:
-		q.dropped++ // never, while the room is counted right
+// push appends e to pending, counting it in waiting unless it is an end,
+// and wakes the deliverer if pending was empty. The caller holds mu.
+func (q *Queue) push(e observe.Event) {
+	if !isEnd(e) {
+		q.waiting.Add(1)
+	}
+	q.pending = append(q.pending, e)
+	if len(q.pending) == 1 {
+		select {
+		case q.wake <- struct{}{}:
+		default: // woken already
+		}
 	}
 }
 
@@ -143,6 +152,13 @@ func pairOf(e observe.Event) (p pairing, start, end bool) {
 	return pairing{}, false, false
 }
 
+// isEnd reports whether e ends a call or a lease: an event that takes no
+// room in the queue.
+func isEnd(e observe.Event) bool {
+	_, _, end := pairOf(e)
+	return end
+}
+
 // Close delivers the events queued so far, stops the goroutine and waits
 // for it. Delivery gets bound: the events still queued then are dropped,
 // and Close waits only for the observer call in progress, which must
@@ -151,7 +167,16 @@ func (q *Queue) Close(bound time.Duration) {
 	if q == nil {
 		return
 	}
-	q.closeOnce.Do(func() { close(q.closing) })
+	q.closeOnce.Do(func() {
+		q.mu.Lock()
+		q.closed = true
+		if q.dropped > 0 {
+			q.push(observe.Event{Kind: observe.Dropped, Time: time.Now(), Count: q.dropped})
+			q.dropped = 0
+		}
+		q.mu.Unlock()
+		close(q.closing)
+	})
 	timer := time.NewTimer(bound)
 	defer timer.Stop()
 	select {
@@ -167,27 +192,28 @@ func (q *Queue) deliver() {
 	rest := time.NewTimer(time.Hour)
 	rest.Stop()
 	defer rest.Stop()
+	var batch []observe.Event
 	for {
+		closing := false
 		select {
-		case e := <-q.events:
-			if q.discard.Load() {
-				return
-			}
-			q.tell(e)
-			q.catchUp()
-			// Rest a moment, so that the events of the next moment wait
-			// in the channel and are taken as a batch: a deliverer woken
-			// for each event would cost the process a goroutine wake-up
-			// for each, on the cores the lock's callers use.
-			rest.Reset(batchPause)
-			select {
-			case <-rest.C:
-			case <-q.closing:
-				rest.Stop()
-			}
+		case <-q.wake:
 		case <-q.closing:
-			q.drain()
+			// Closed: nothing is queued after what this take gets.
+			closing = true
+		}
+		batch = q.take(batch)
+		if !q.tellAll(batch) || closing {
 			return
+		}
+		// Rest a moment, so that the events of the next moment wait
+		// in the queue and are taken as a batch: a deliverer woken for
+		// each event would cost the process a goroutine wake-up for
+		// each, on the cores the lock's callers use.
+		rest.Reset(batchPause)
+		select {
+		case <-rest.C:
+		case <-q.closing:
+			rest.Stop()
 		}
 	}
 }
@@ -197,42 +223,31 @@ func (q *Queue) deliver() {
 // it takes to deliver the ones before.
 const batchPause = time.Millisecond
 
-// catchUp delivers what is queued, without waiting for more.
-func (q *Queue) catchUp() {
-	for {
-		select {
-		case e := <-q.events:
-			if q.discard.Load() {
-				return
-			}
-			q.tell(e)
-		default:
-			return
-		}
-	}
+// take returns the events queued, in spare's place: the deliverer's
+// buffer, told and cleared, becomes the queue's.
+func (q *Queue) take(spare []observe.Event) []observe.Event {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	batch := q.pending
+	q.pending = spare[:0]
+	return batch
 }
 
-// drain delivers what is queued once Close has begun, and the count of
-// the events dropped since the last Dropped.
-func (q *Queue) drain() {
-	for {
-		select {
-		case e := <-q.events:
-			if q.discard.Load() {
-				return
-			}
-			q.tell(e)
-		default:
-			q.mu.Lock()
-			n := q.dropped
-			q.dropped = 0
-			q.mu.Unlock()
-			if n > 0 {
-				q.tell(observe.Event{Kind: observe.Dropped, Time: time.Now(), Count: n})
-			}
-			return
+// tellAll tells batch to the observers, unless Close gave up on them, and
+// clears it, so that it keeps no caller's context. It reports false once
+// Close gave up.
+func (q *Queue) tellAll(batch []observe.Event) bool {
+	defer clear(batch)
+	for _, e := range batch {
+		if q.discard.Load() {
+			return false
 		}
+		if !isEnd(e) {
+			q.waiting.Add(-1)
+		}
+		q.tell(e)
 	}
+	return true
 }
 
 func (q *Queue) tell(e observe.Event) {

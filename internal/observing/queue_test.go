@@ -131,15 +131,15 @@ func TestAFullQueueKeepsTheEndOfEveryStartItQueued(t *testing.T) {
 	require.Eventually(t, func() bool { return observing.Queued(q) == 0 }, 10*time.Second, time.Millisecond)
 	q.Observe(observe.Event{Kind: observe.CallBegan, Call: 1})
 	q.Observe(observe.Event{Kind: observe.LeaseGranted, Call: 1})
-	// Fill what is left but the room kept for the two ends, and one more.
-	for range observe.QueueSize - 2 - 2 - 1 {
+	// Fill what is left: the ends take no room.
+	for range observe.QueueSize - 2 {
 		q.Observe(observe.Event{Kind: observe.Asked})
 	}
-	// One place is left: too few for a start and its end.
+	// Full: dropped, and its end with it.
 	q.Observe(observe.Event{Kind: observe.CallBegan, Call: 2})
-	// Dropped too: the count of the drops needs a place beside it.
 	q.Observe(observe.Event{Kind: observe.Asked})
 	q.Observe(observe.Event{Kind: observe.CallEnded, Call: 2})
+	// Queued, full as the queue is.
 	q.Observe(observe.Event{Kind: observe.LeaseEnded, Call: 1})
 	q.Observe(observe.Event{Kind: observe.CallEnded, Call: 1})
 	close(g.open)
@@ -189,4 +189,27 @@ func TestTheEndOfAStartThatWasDroppedIsDroppedToo(t *testing.T) {
 		}
 	}
 	require.Equal(t, 2, dropped, "the start and its end")
+}
+
+func TestStartsStillOpenTakeNoRoomFromOtherEvents(t *testing.T) {
+	g := &gate{open: make(chan struct{})}
+	close(g.open)
+	q := observing.Start([]observe.Observer{g})
+	// Leases held for long, as a service with a lock per customer holds
+	// them: their ends come later, or never before Close.
+	const held = observe.QueueSize - 1
+	for i := range held {
+		q.Observe(observe.Event{Kind: observe.LeaseGranted, Call: uint64(1 + i)})
+	}
+	require.Eventually(t, func() bool { return len(g.seen()) == held }, 10*time.Second, time.Millisecond,
+		"starts were dropped from a queue with room for them: the ends not yet come took it")
+	// The queue is empty: a call now is told, whatever is held.
+	q.Observe(observe.Event{Kind: observe.CallBegan, Call: held + 1})
+	q.Observe(observe.Event{Kind: observe.CallEnded, Call: held + 1})
+	require.Eventually(t, func() bool { return len(g.seen()) >= held+2 }, 10*time.Second, time.Millisecond,
+		"the call was dropped from an empty queue")
+	q.Close(time.Minute)
+	for _, e := range g.seen() {
+		require.NotEqual(t, observe.Dropped, e.Kind)
+	}
 }
