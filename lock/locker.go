@@ -112,7 +112,7 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	o.queue = observing.Start(o.Observers)
 	l, err := open(ctx, addr, o)
 	if err != nil {
-		o.queue.Close(0)
+		o.queue.Close(0, ErrClosed)
 	}
 	return l, err
 }
@@ -257,7 +257,9 @@ func newLocker(nodes backend, o settings, ch channels) *Locker {
 // held, and the background releases, get another release timeout
 // together, after which any release still in flight is abandoned: the
 // lock's TTL frees it. Last, the events queued for observers
-// (WithObserver) are delivered, within another release timeout. On a
+// (WithObserver) are delivered, within another release timeout; a call
+// they were told of that is still going on (a Manager's Modify whose
+// function runs) ends for them there, with ErrClosed. On a
 // Locker made with New, closing the connection under a stuck call closes
 // the caller's client's current connection, which the client redials.
 func (l *Locker) Close() error {
@@ -314,7 +316,10 @@ func (l *Locker) Close() error {
 	if l.owns {
 		errs = append(errs, l.nodes.close())
 	}
-	l.obs.Close(l.opts.ReleaseTimeout) // after the subscribers, which report to it
+	// After the subscribers, which report to it; a Modify still running
+	// (a Manager's, whose fn Close does not wait for) ends for the
+	// observers here, with ErrClosed.
+	l.obs.Close(l.opts.ReleaseTimeout, ErrClosed)
 	return errors.Join(errs...)
 }
 

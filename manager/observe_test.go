@@ -75,3 +75,48 @@ func TestAModifyIsObservedAroundItsLock(t *testing.T) {
 		})
 	}
 }
+
+func TestAModifyThatItsLockerOutlivesIsObservedToEnd(t *testing.T) {
+	srv := redistest.Start(t)
+	rec := &recorder{}
+	l, err := lock.Open(context.Background(), srv.Addr, lock.WithObserver(rec))
+	require.NoError(t, err)
+	m := manager.New[counter](l)
+	entered, release := make(chan struct{}), make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- m.Modify(context.Background(), "session-1", func(c *counter) error {
+			close(entered)
+			<-release
+			c.N++
+			return nil
+		})
+	}()
+	<-entered
+	// fn runs, with no call of the Locker's in progress: Close does not
+	// wait for the Modify, which ends after it.
+	require.NoError(t, l.Close())
+	close(release)
+	require.ErrorIs(t, <-done, lock.ErrClosed)
+
+	var began []observe.Event
+	ended := map[uint64]observe.Event{}
+	for _, e := range rec.all() {
+		switch e.Kind {
+		case observe.CallBegan:
+			began = append(began, e)
+		case observe.CallEnded:
+			_, twice := ended[e.Call]
+			require.False(t, twice, "call %d ended twice", e.Call)
+			ended[e.Call] = e
+		}
+	}
+	require.Len(t, began, 2) // the Modify and its Lock
+	for _, b := range began {
+		e, ok := ended[b.Call]
+		require.True(t, ok, "the %v call began and never ended", b.Op)
+		require.Equal(t, b.Op, e.Op)
+		require.Equal(t, b.Key, e.Key)
+	}
+	require.ErrorIs(t, ended[began[0].Call].Err, lock.ErrClosed)
+}

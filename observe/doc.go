@@ -56,7 +56,10 @@
 // queued before it returns, so that a test that closes its Locker has seen
 // everything; an observer still busy after the release timeout
 // (lock.WithReleaseTimeout) loses the rest. Close waits for the call in
-// progress: an observer must return.
+// progress: an observer must return. A call still going on when its
+// Locker closes (a Manager's Modify whose function runs: Close does not
+// wait for it) ends for its observers at Close, with a CallEnded whose
+// Err matches lock.ErrClosed; what it reports afterwards is dropped.
 // An observer given to several Lockers (or to a Locker and a Subscriber
 // made for New) is called from each one's goroutine, and must then be safe
 // for concurrent use.

@@ -189,7 +189,7 @@ func (s *Subscriber) Close() error {
 // closeObserver stops the observer's queue, if the Subscriber made it.
 func (s *Subscriber) closeObserver() {
 	if s.ownsObs {
-		s.obs.Close(defaultHealthCheck)
+		s.obs.Close(defaultHealthCheck, conn.ErrClosed) // no call of its own: nothing to end
 	}
 }
 

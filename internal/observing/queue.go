@@ -3,6 +3,7 @@
 package observing
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,7 +20,8 @@ import (
 // start it queued (see Observe). So an observer that pairs them (spans,
 // calls waiting, leases held) is never left with a start whose end was
 // dropped. An end takes no room of QueueSize's: leases held for long, and
-// calls that wait for long, must not leave the other events no room.
+// calls that wait for long, must not leave the other events no room. A
+// start still open at Close gets its end there (see Close).
 type Queue struct {
 	observers []observe.Observer // set once by Start
 	wake      chan struct{}      // capacity 1: pending has become non-empty
@@ -38,10 +40,10 @@ type Queue struct {
 	// mu orders the events into pending, and guards what says which
 	// starts were queued.
 	mu      sync.Mutex
-	pending []observe.Event      // guarded by mu: queued, oldest first; taken whole by the deliverer
-	open    map[pairing]struct{} // guarded by mu: the starts queued whose end has not been
-	dropped int                  // guarded by mu: events dropped since the last Dropped queued
-	closed  bool                 // guarded by mu: set by Close; nothing is queued after it
+	pending []observe.Event     // guarded by mu: queued, oldest first; taken whole by the deliverer
+	open    map[pairing]started // guarded by mu: the starts queued whose end has not been
+	dropped int                 // guarded by mu: events dropped since the last Dropped queued
+	closed  bool                // guarded by mu: set by Close; nothing is queued after it
 }
 
 // pairing names a start and its end: a call's (CallBegan, CallEnded) or a
@@ -49,6 +51,17 @@ type Queue struct {
 type pairing struct {
 	lease bool
 	call  uint64
+}
+
+// started is what a start queued says that its end repeats, kept for an
+// end that Close makes (see Close): not the caller's context, which the
+// queue must not keep.
+type started struct {
+	at    time.Time
+	key   string
+	token uint64
+	op    observe.Op
+	mode  observe.Mode
 }
 
 // Start starts a queue for observers, or returns nil if there are none:
@@ -60,7 +73,7 @@ func Start(observers []observe.Observer) *Queue {
 	q := &Queue{
 		observers: observers,
 		wake:      make(chan struct{}, 1),
-		open:      map[pairing]struct{}{},
+		open:      map[pairing]started{},
 		closing:   make(chan struct{}),
 		done:      make(chan struct{}),
 	}
@@ -114,7 +127,7 @@ func (q *Queue) Observe(e observe.Event) {
 		q.dropped = 0
 	}
 	if start {
-		q.open[p] = struct{}{}
+		q.open[p] = started{at: e.Time, key: e.Key, token: e.Token, op: e.Op, mode: e.Mode}
 	}
 	q.push(e)
 }
@@ -163,17 +176,36 @@ func isEnd(e observe.Event) bool {
 // for it. Delivery gets bound: the events still queued then are dropped,
 // and Close waits only for the observer call in progress, which must
 // return. It may be called more than once.
-func (q *Queue) Close(bound time.Duration) {
+//
+// A start queued whose end has not come (a Manager's Modify whose
+// function still runs when its Locker closes, say) gets its end now, the
+// latest start's first, so that no observer is left with a start that
+// has no end: a CallEnded with unended as its error, a LeaseEnded for
+// the reason Closed. The end that comes later is dropped, as every event
+// after Close is.
+func (q *Queue) Close(bound time.Duration, unended error) {
 	if q == nil {
 		return
 	}
 	q.closeOnce.Do(func() {
 		q.mu.Lock()
 		q.closed = true
+		now := time.Now()
 		if q.dropped > 0 {
-			q.push(observe.Event{Kind: observe.Dropped, Time: time.Now(), Count: q.dropped})
+			q.push(observe.Event{Kind: observe.Dropped, Time: now, Count: q.dropped})
 			q.dropped = 0
 		}
+		for _, p := range q.latestFirst() {
+			s := q.open[p]
+			e := observe.Event{Time: now, Call: p.call, Key: s.key, Mode: s.mode, Duration: now.Sub(s.at)}
+			if p.lease {
+				e.Kind, e.Token, e.Reason = observe.LeaseEnded, s.token, observe.Closed
+			} else {
+				e.Kind, e.Op, e.Err = observe.CallEnded, s.op, unended
+			}
+			q.push(e)
+		}
+		q.open = nil
 		q.mu.Unlock()
 		close(q.closing)
 	})
@@ -185,6 +217,29 @@ func (q *Queue) Close(bound time.Duration) {
 		q.discard.Store(true)
 		<-q.done
 	}
+}
+
+// latestFirst is the starts still open, the latest first, and of a call
+// that obtained a lease at the moment it began, the lease first. The
+// caller holds mu.
+func (q *Queue) latestFirst() []pairing {
+	ps := make([]pairing, 0, len(q.open))
+	for p := range q.open {
+		ps = append(ps, p)
+	}
+	slices.SortFunc(ps, func(a, b pairing) int {
+		if c := q.open[b].at.Compare(q.open[a].at); c != 0 {
+			return c
+		}
+		switch {
+		case a.lease == b.lease:
+			return 0
+		case a.lease:
+			return -1
+		}
+		return 1
+	})
+	return ps
 }
 
 func (q *Queue) deliver() {

@@ -1,6 +1,7 @@
 package observing_test
 
 import (
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -38,7 +39,7 @@ func TestNoObserversMakeNoQueue(t *testing.T) {
 	q := observing.Start(nil)
 	require.Nil(t, q)
 	q.Observe(observe.Event{Kind: observe.Asked}) // a nil queue observes nothing
-	q.Close(time.Second)
+	q.Close(time.Second, nil)
 }
 
 func TestEventsArriveInOrderStamped(t *testing.T) {
@@ -48,7 +49,7 @@ func TestEventsArriveInOrderStamped(t *testing.T) {
 	for i := range 100 {
 		q.Observe(observe.Event{Kind: observe.Asked, Call: uint64(i)})
 	}
-	q.Close(time.Minute)
+	q.Close(time.Minute, nil)
 	seen := g.seen()
 	require.Len(t, seen, 100)
 	for i, e := range seen {
@@ -56,7 +57,7 @@ func TestEventsArriveInOrderStamped(t *testing.T) {
 		require.False(t, e.Time.IsZero())
 	}
 	q.Observe(observe.Event{Kind: observe.Asked}) // after Close: dropped, no panic
-	q.Close(time.Minute)
+	q.Close(time.Minute, nil)
 }
 
 func TestAFullQueueDropsAndCountsInPlace(t *testing.T) {
@@ -71,7 +72,7 @@ func TestAFullQueueDropsAndCountsInPlace(t *testing.T) {
 	close(g.open)
 	require.Eventually(t, func() bool { return len(g.seen()) == 1+observe.QueueSize }, 10*time.Second, time.Millisecond)
 	q.Observe(observe.Event{Kind: observe.Confirming})
-	q.Close(time.Minute)
+	q.Close(time.Minute, nil)
 	seen := g.seen()
 	require.Len(t, seen, 1+observe.QueueSize+2)
 	require.Equal(t, uint64(1+observe.QueueSize), seen[observe.QueueSize].Call, "the events queued before the drops come first")
@@ -89,7 +90,7 @@ func TestDropsWithNoEventAfterThemAreCountedAtClose(t *testing.T) {
 		q.Observe(observe.Event{Kind: observe.Asked})
 	}
 	close(g.open)
-	q.Close(time.Minute)
+	q.Close(time.Minute, nil)
 	seen := g.seen()
 	require.Len(t, seen, 1+observe.QueueSize+1)
 	require.Equal(t, observe.Dropped, seen[len(seen)-1].Kind)
@@ -107,7 +108,7 @@ func TestAPanicLosesOneEventForOneObserver(t *testing.T) {
 	for range 10 {
 		q.Observe(observe.Event{Kind: observe.Asked})
 	}
-	q.Close(time.Minute)
+	q.Close(time.Minute, nil)
 	require.Len(t, g.seen(), 10)
 }
 
@@ -120,7 +121,7 @@ func TestCloseGivesUpOnTheQueueAfterItsBound(t *testing.T) {
 	// The observer returns only after the bound has passed: Close waits
 	// for that call, and drops the rest.
 	time.AfterFunc(200*time.Millisecond, func() { close(g.open) })
-	q.Close(20 * time.Millisecond)
+	q.Close(20*time.Millisecond, nil)
 	require.Len(t, g.seen(), 1)
 }
 
@@ -143,7 +144,7 @@ func TestAFullQueueKeepsTheEndOfEveryStartItQueued(t *testing.T) {
 	q.Observe(observe.Event{Kind: observe.LeaseEnded, Call: 1})
 	q.Observe(observe.Event{Kind: observe.CallEnded, Call: 1})
 	close(g.open)
-	q.Close(time.Minute)
+	q.Close(time.Minute, nil)
 
 	var calls []observe.Event
 	dropped := 0
@@ -179,7 +180,7 @@ func TestTheEndOfAStartThatWasDroppedIsDroppedToo(t *testing.T) {
 	// Room again, but the lease's start was never told: its end must not be.
 	q.Observe(observe.Event{Kind: observe.LeaseEnded, Call: 1})
 	q.Observe(observe.Event{Kind: observe.Asked})
-	q.Close(time.Minute)
+	q.Close(time.Minute, nil)
 
 	dropped := 0
 	for _, e := range g.seen() {
@@ -208,8 +209,38 @@ func TestStartsStillOpenTakeNoRoomFromOtherEvents(t *testing.T) {
 	q.Observe(observe.Event{Kind: observe.CallEnded, Call: held + 1})
 	require.Eventually(t, func() bool { return len(g.seen()) >= held+2 }, 10*time.Second, time.Millisecond,
 		"the call was dropped from an empty queue")
-	q.Close(time.Minute)
+	q.Close(time.Minute, nil)
 	for _, e := range g.seen() {
 		require.NotEqual(t, observe.Dropped, e.Kind)
 	}
+}
+
+func TestCloseEndsTheStartsStillOpen(t *testing.T) {
+	g := &gate{open: make(chan struct{})}
+	close(g.open)
+	q := observing.Start([]observe.Observer{g})
+	began := time.Now().Add(-time.Second)
+	q.Observe(observe.Event{Kind: observe.CallBegan, Time: began, Call: 1, Op: observe.Lock, Key: "k", Mode: observe.Fair})
+	q.Observe(observe.Event{Kind: observe.LeaseGranted, Call: 1, Key: "k", Mode: observe.Fair, Token: 7})
+	q.Observe(observe.Event{Kind: observe.CallEnded, Call: 1, Op: observe.Lock, Key: "k", Mode: observe.Fair})
+	q.Observe(observe.Event{Kind: observe.CallBegan, Time: began, Call: 2, Op: observe.Modify, Key: "t", Mode: observe.Fair})
+	closed := errors.New("closed")
+	q.Close(time.Minute, closed)
+	q.Observe(observe.Event{Kind: observe.CallEnded, Call: 2, Op: observe.Modify, Key: "t"}) // too late: dropped
+
+	seen := g.seen()
+	require.Len(t, seen, 6)
+	lease, call := seen[4], seen[5] // the lease, granted later, first
+	require.Equal(t, observe.LeaseEnded, lease.Kind)
+	require.Equal(t, uint64(1), lease.Call)
+	require.Equal(t, observe.Closed, lease.Reason)
+	require.Equal(t, uint64(7), lease.Token)
+	require.Equal(t, "k", lease.Key)
+	require.Equal(t, observe.Fair, lease.Mode)
+	require.Equal(t, observe.CallEnded, call.Kind)
+	require.Equal(t, uint64(2), call.Call)
+	require.Equal(t, observe.Modify, call.Op)
+	require.Equal(t, "t", call.Key)
+	require.ErrorIs(t, call.Err, closed)
+	require.GreaterOrEqual(t, call.Duration, time.Second)
 }
