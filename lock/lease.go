@@ -34,6 +34,10 @@ type Lease struct {
 	expiry *time.Timer   // guarded by mu
 	stop   chan struct{} // guarded by mu: closed to stop the watchdog; nil without one
 	wanted chan struct{} // guarded by mu: made by the first Wanted call
+	// extendFailing says that the watchdog's last extension failed: a
+	// lease that runs out then ends for that reason (see
+	// runOutReasonLocked). Guarded by mu.
+	extendFailing bool
 	// turn is held by the one extension of the lease in flight (Extend,
 	// the watchdog's, a commit that keeps the lock): a send takes it, a
 	// receive gives it back (see takeTurn). Guarded by mu until made, by
@@ -104,7 +108,7 @@ func (ls *Lease) Done() <-chan struct{} {
 		// Run out before anyone asked: a timer would close done a
 		// moment after this returns, while the caller takes an open
 		// Done for a held lock.
-		ls.endLocked(lost, ls.runOutReason())
+		ls.endLocked(lost, ls.runOutReasonLocked())
 		ls.mu.Unlock()
 		ls.c.releaseInBackground()
 		return ls.done
@@ -131,15 +135,19 @@ func (ls *Lease) runOut() {
 			return // still counted: the timer runs again
 		}
 	}
+	why := ls.runOutReasonLocked()
 	ls.mu.Unlock()
-	ls.expire(ls.runOutReason())
+	ls.expire(why)
 	ls.c.l.background.Done()
 }
 
-// runOutReason is why a lease that ran out ended: a watchdog's lease runs
-// out only when its extensions failed.
-func (ls *Lease) runOutReason() observe.Reason {
-	if ls.stop != nil {
+// runOutReasonLocked is why a lease that ran out ended: ExtensionFailed
+// where the watchdog's last extension failed, and Expired otherwise,
+// with a watchdog too: one that had not failed may not have extended in
+// time (an Extend to a TTL shorter than its pace, a process paused past
+// the deadline). The caller holds mu.
+func (ls *Lease) runOutReasonLocked() observe.Reason {
+	if ls.extendFailing {
 		return observe.ExtensionFailed
 	}
 	return observe.Expired

@@ -403,3 +403,17 @@ func TestLeasesHeldLeaveTheQueueRoomForCalls(t *testing.T) {
 	require.Len(t, rec.of(observe.LeaseGranted), held+1)
 	require.Len(t, rec.of(observe.LeaseEnded), held+1)
 }
+
+func TestALeaseThatRunsOutWithAWatchdogThatNeverFailedExpired(t *testing.T) {
+	srv := redistest.Start(t)
+	// The watchdog's first extension is 20s away.
+	l, rec := openObserved(t, srv, lock.WithTTL(time.Minute), lock.WithAutoExtend())
+	ls := mustLock(t, l, "k")
+	// A shorter TTL than the watchdog's pace: the lease runs out before
+	// the watchdog tries, and nothing failed.
+	require.NoError(t, ls.Extend(context.Background(), 50*time.Millisecond))
+	<-ls.Done()
+	require.NoError(t, l.Close())
+	require.Empty(t, rec.of(observe.ExtendFailed))
+	require.Equal(t, observe.Expired, rec.of(observe.LeaseEnded)[0].Reason)
+}

@@ -46,10 +46,13 @@ func (ls *Lease) watchdog(stop <-chan struct{}, first time.Duration) {
 			return
 		}
 		if err != nil {
-			ls.extendFailed(err)
-			ls.mu.Lock()
-			left := time.Until(ls.deadline)
-			ls.mu.Unlock()
+			ls.extendFailed(err) // told before the lease can end for it
+		}
+		ls.mu.Lock()
+		ls.extendFailing = err != nil
+		left := time.Until(ls.deadline)
+		ls.mu.Unlock()
+		if err != nil {
 			if left <= 0 {
 				ls.expire(observe.ExtensionFailed)
 				return

@@ -185,13 +185,15 @@ const (
 	// Released: by its holder (Unlock, or a write-back that released).
 	Released Reason = iota + 1
 	// Expired: its TTL ran out by this process's clock, without an
-	// extension, and without a watchdog.
+	// extension in time: with no watchdog, or with one whose extensions
+	// had not failed (an Extend to a shorter TTL than the watchdog's
+	// pace, a process paused past the deadline).
 	Expired
 	// Lost: an extension or a write found the lock gone or another
 	// owner's.
 	Lost
 	// ExtensionFailed: the lease had a watchdog (lock.WithAutoExtend),
-	// whose extensions failed until the lease ran out.
+	// whose last extension had failed when the lease ran out.
 	ExtensionFailed
 	// Closed: the Locker's Close released it.
 	Closed
