@@ -152,13 +152,15 @@ type claim struct {
 	listener fairListener
 	// call is the number of the claim's Lock or TryLock call, callStart
 	// when it began (see began), waited whether the claim has asked (see
-	// step), and handed whether its waiter read a hand-off's message (see
-	// tookMessage): what the Locker's observers are told. Only the
-	// goroutine of its Lock or TryLock writes them, before the lease, if
-	// any, is granted; call is zero where nobody observes.
+	// step), retried whether an attempt of it that did not ask failed to
+	// acquire (see how), and handed whether its waiter read a hand-off's
+	// message (see tookMessage): what the Locker's observers are told.
+	// Only the goroutine of its Lock or TryLock writes them, before the
+	// lease, if any, is granted; call is zero where nobody observes.
 	call      uint64
 	callStart time.Time
 	waited    bool
+	retried   bool
 	handed    bool
 	// lease is the Lease that the claim lives in, made with it so that a
 	// claim that acquires costs no allocation more; it is given out only

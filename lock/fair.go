@@ -30,6 +30,7 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (attempt, error) 
 		if a.lease != nil || err != nil {
 			return a, err
 		}
+		c.retried = true // an attempt that acquires now is not the first
 	}
 	fl, err := c.listenFair(ctx)
 	if err != nil {

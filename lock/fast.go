@@ -27,6 +27,7 @@ func (c *claim) lockFast(ctx context.Context, cmds [][]string) (attempt, error) 
 		if a.lease != nil || err != nil {
 			return a, err
 		}
+		c.retried = true // an attempt that acquires now is not the first
 	}
 	return c.waitFast(ctx, cmds)
 }

@@ -73,12 +73,15 @@ func (c *claim) tookMessage(at time.Time) {
 	}
 }
 
-// how says how the claim obtained its lease.
+// how says how the claim obtained its lease: Free only at its first
+// attempt, which an uncontended fast Lock, or a fair one on shard
+// channels, makes without asking; an attempt after it that finds the lock
+// free, asking or not, obtains it AfterWait.
 func (c *claim) how() observe.How {
 	switch {
 	case c.handed:
 		return observe.Handed
-	case c.waited:
+	case c.waited || c.retried:
 		return observe.AfterWait
 	}
 	return observe.Free

@@ -4,11 +4,13 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/observe"
@@ -416,4 +418,28 @@ func TestALeaseThatRunsOutWithAWatchdogThatNeverFailedExpired(t *testing.T) {
 	require.NoError(t, l.Close())
 	require.Empty(t, rec.of(observe.ExtendFailed))
 	require.Equal(t, observe.Expired, rec.of(observe.LeaseEnded)[0].Reason)
+}
+
+func TestALockWhoseFirstAttemptFoundTheLockHeldIsObservedAsAfterWait(t *testing.T) {
+	srv := redistest.Start(t)
+	held := mustLock(t, open(t, srv), "k")
+	var armed atomic.Bool
+	var once sync.Once
+	rec := &recorder{}
+	l := open(t, srv, lock.WithObserver(rec), lock.WithConnOptions(conn.WithTap(func(dir conn.Direction, _ []byte) {
+		if dir == conn.Read && armed.Load() {
+			// The first attempt's reply, read before the Lock sees it:
+			// the lock was held. It is let go before the next attempt.
+			once.Do(func() { _, _ = srv.Server.Do("DEL", "baton:{k}") })
+		}
+	})))
+	armed.Store(true)
+	ls := mustLock(t, l, "k")
+	require.NoError(t, l.Close())
+	require.ErrorIs(t, held.Unlock(context.Background()), lock.ErrNotHeld)
+
+	ended := rec.of(observe.CallEnded)[0]
+	require.Equal(t, ls.Token(), ended.Token)
+	require.Equal(t, observe.AfterWait, ended.How, "the first attempt found the lock held, the second free")
+	require.Equal(t, observe.AfterWait, rec.of(observe.LeaseGranted)[0].How)
 }
