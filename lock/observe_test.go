@@ -443,3 +443,24 @@ func TestALockWhoseFirstAttemptFoundTheLockHeldIsObservedAsAfterWait(t *testing.
 	require.Equal(t, observe.AfterWait, ended.How, "the first attempt found the lock held, the second free")
 	require.Equal(t, observe.AfterWait, rec.of(observe.LeaseGranted)[0].How)
 }
+
+func TestAWatchdogRefusedByACloseUnderWayReportsNoFailure(t *testing.T) {
+	srv := redistest.Start(t)
+	l, rec := openObserved(t, srv, lock.WithTTL(90*time.Millisecond), lock.WithAutoExtend())
+	mustLock(t, l, "held")
+	// A call stuck on the paused server keeps Close waiting, while the
+	// watchdog ticks several times: each extension is refused.
+	srv.Do(t, "CLIENT", "PAUSE", "400", "ALL")
+	stuck := make(chan error, 1)
+	go func() {
+		_, err := l.TryLock(context.Background(), "other")
+		stuck <- err
+	}()
+	redistest.Eventually(t, func() bool { return len(rec.of(observe.CallBegan)) == 2 },
+		10*time.Second, time.Millisecond, "the second call never began")
+	require.NoError(t, l.Close())
+	<-stuck
+	for _, e := range rec.of(observe.ExtendFailed) {
+		require.NotErrorIs(t, e.Err, lock.ErrClosed, "a refusal by Close reported as a failed extension")
+	}
+}

@@ -45,8 +45,10 @@ func (ls *Lease) watchdog(stop <-chan struct{}, first time.Duration) {
 		if errors.Is(err, ErrNotHeld) {
 			return
 		}
-		if err != nil {
-			ls.extendFailed(err) // told before the lease can end for it
+		if err != nil && !errors.Is(err, ErrClosed) {
+			// Told before the lease can end for it. A Close under way
+			// refuses extensions, and releases the lease: no failure.
+			ls.extendFailed(err)
 		}
 		ls.mu.Lock()
 		ls.extendFailing = err != nil
