@@ -83,7 +83,12 @@ func (c *claim) waitFast(ctx context.Context, cmds [][]string) (attempt, error) 
 			if a, ok, err := c.handedOver(handOff, cmds, 0); ok {
 				return a, err
 			}
-			handOff = ""
+			// It cannot stand for the lease: confirm the hand-off now,
+			// rather than leave the lock handed to the claim idle until
+			// the claim next looks.
+			c.step(observe.Confirming)
+			handOff, sent, withCmds = "", nil, cmds
+			continue
 		}
 		if l.nodes.stale(ln.sub, c.names.lock) {
 			// The key's slot moved: its releases are heard elsewhere
