@@ -109,7 +109,7 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if err != nil {
 		return nil, err
 	}
-	o.queue = observing.Start(o.Observers)
+	o.queue = observing.StartFor(o.mode(), o.Observers)
 	l, err := open(ctx, addr, o)
 	if err != nil {
 		o.queue.Close(0, ErrClosed)
@@ -203,7 +203,7 @@ func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, err
 	if err != nil {
 		return nil, err
 	}
-	o.queue = observing.Start(o.Observers)
+	o.queue = observing.StartFor(o.mode(), o.Observers)
 	return newLocker(single{c, s}, o, plainChannels), nil
 }
 
@@ -227,10 +227,7 @@ func newLocker(nodes backend, o settings, ch channels) *Locker {
 		waitCmd:       waitCommand(o),
 		leases:        map[*Lease]struct{}{},
 		obs:           o.queue,
-		mode:          observe.Fast,
-	}
-	if o.Fair {
-		l.mode = observe.Fair
+		mode:          o.mode(),
 	}
 	if ch == shardChannels {
 		l.publish = "SPUBLISH"

@@ -230,6 +230,7 @@ func TestASubscribersReconnectIsObserved(t *testing.T) {
 		10*time.Second, time.Millisecond, "no reconnect observed")
 	require.NoError(t, l.Close())
 	require.Equal(t, []observe.Kind{observe.ConnectionLost, observe.Reconnected}, rec.kinds(0))
+	require.Equal(t, observe.Fast, rec.of(observe.Reconnected)[0].Mode, "the Locker's mode")
 	require.Error(t, rec.of(observe.ConnectionLost)[0].Err)
 	require.Positive(t, rec.of(observe.Reconnected)[0].Duration)
 }

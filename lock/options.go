@@ -200,6 +200,14 @@ func WithLogger(logger *slog.Logger) Option {
 	})
 }
 
+// mode is the Locker's mode, as events name it.
+func (o settings) mode() observe.Mode {
+	if o.Fair {
+		return observe.Fair
+	}
+	return observe.Fast
+}
+
 func buildSettings(opts []Option) (settings, error) {
 	o := defaultSettings()
 	for _, opt := range opts {

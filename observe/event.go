@@ -33,8 +33,10 @@ type Event struct {
 	Op Op
 	// Key is the lock's key as the caller named it, or the Modify's token.
 	Key string
-	// Mode is the Locker's; zero for a Subscriber's events
-	// (ConnectionLost, Reconnected, HealthCheckFailed) and for Dropped.
+	// Mode is the Locker's. A Subscriber knows none: its events
+	// (ConnectionLost, Reconnected, HealthCheckFailed), and Dropped, have
+	// the mode of the Locker whose Open made the Subscriber, and none for
+	// a Subscriber made for lock.New.
 	Mode Mode
 	// Context is a CallBegan's: the caller's context, for an adapter that
 	// parents a span on the caller's. An observer must not keep it past

@@ -56,9 +56,10 @@
 //   - baton.subscriber.reconnects and
 //     baton.subscriber.health_check.failures: the subscribe connection
 //     that waiters hear releases on, broken and dialled again, or
-//     found silent. These carry no mode.
+//     found silent. They carry the mode of the Locker whose Open made
+//     the Subscriber, and none for a Subscriber made for lock.New.
 //   - baton.observe.dropped: events the Locker dropped because its
-//     observers fell behind (see [observe.QueueSize]); no mode either.
+//     observers fell behind (see [observe.QueueSize]).
 //     Where it is not zero, the other metrics miss events: a call or a
 //     lease dropped whole (the queue drops a start with its end, never
 //     the end of a start it queued), or a step of a call.

@@ -24,6 +24,7 @@ import (
 // start still open at Close gets its end there (see Close).
 type Queue struct {
 	observers []observe.Observer // set once by Start
+	mode      observe.Mode       // set once by StartFor: the Mode of events that name none
 	wake      chan struct{}      // capacity 1: pending has become non-empty
 	discard   atomic.Bool        // set by Close once its bound has passed: deliver no more
 	closing   chan struct{}      // closed by Close once closed is set
@@ -66,11 +67,16 @@ type started struct {
 
 // Start starts a queue for observers, or returns nil if there are none:
 // a nil *Queue observes nothing.
-func Start(observers []observe.Observer) *Queue {
+func Start(observers []observe.Observer) *Queue { return StartFor(0, observers) }
+
+// StartFor is Start for a Locker of mode: the events that name no mode (a
+// Subscriber's, which knows none, and Dropped) are given it.
+func StartFor(mode observe.Mode, observers []observe.Observer) *Queue {
 	if len(observers) == 0 {
 		return nil
 	}
 	q := &Queue{
+		mode:      mode,
 		observers: observers,
 		wake:      make(chan struct{}, 1),
 		open:      map[pairing]started{},
@@ -95,6 +101,9 @@ func (q *Queue) Observe(e observe.Event) {
 	}
 	if e.Time.IsZero() {
 		e.Time = time.Now()
+	}
+	if e.Mode == 0 {
+		e.Mode = q.mode
 	}
 	p, start, end := pairOf(e)
 	q.mu.Lock()
@@ -123,7 +132,7 @@ func (q *Queue) Observe(e observe.Event) {
 		return
 	}
 	if q.dropped > 0 {
-		q.push(observe.Event{Kind: observe.Dropped, Time: e.Time, Count: q.dropped})
+		q.push(observe.Event{Kind: observe.Dropped, Time: e.Time, Mode: q.mode, Count: q.dropped})
 		q.dropped = 0
 	}
 	if start {
@@ -192,7 +201,7 @@ func (q *Queue) Close(bound time.Duration, unended error) {
 		q.closed = true
 		now := time.Now()
 		if q.dropped > 0 {
-			q.push(observe.Event{Kind: observe.Dropped, Time: now, Count: q.dropped})
+			q.push(observe.Event{Kind: observe.Dropped, Time: now, Mode: q.mode, Count: q.dropped})
 			q.dropped = 0
 		}
 		for _, p := range q.latestFirst() {
