@@ -59,7 +59,7 @@ func SkipIfNoBinary(t testing.TB, err error) {
 	if !errors.Is(err, redisproc.ErrNoBinary) {
 		return
 	}
-	const msg = "redistest: redis-server not found on PATH; install it (apt-get install redis-server) to run this test"
+	const msg = "redistest: redis-server (or, for sentinels, redis-sentinel) not found on PATH; install it (apt-get install redis-server redis-sentinel) to run this test"
 	if os.Getenv(RequireRedisEnv) == "1" {
 		t.Fatalf("%s (%s=1 requires it)", msg, RequireRedisEnv)
 	}
