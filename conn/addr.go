@@ -19,6 +19,10 @@ type target struct {
 	// settings carried by a URL; explicit options override them
 	username, password string
 	db                 int
+	// sentinels, for a redis+sentinel URL, are where to ask for the
+	// primary of master (see sentinel.go); address is empty then.
+	sentinels []string
+	master    string
 }
 
 // parseAddr reads "host:port", "redis://[user[:pass]@]host[:port][/db]",
@@ -70,13 +74,17 @@ func parseAddr(addr string) (target, error) {
 				return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
 			}
 		}
+	case "redis+sentinel", "rediss+sentinel":
+		if err := t.parseSentinel(u); err != nil {
+			return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
+		}
 	case "unix":
 		if u.Path == "" {
 			return target{}, fmt.Errorf("conn: address %q: no socket path", quoted)
 		}
 		t.network, t.address = "unix", u.Path
 	default:
-		return target{}, fmt.Errorf("conn: address %q: unknown scheme %q (want redis, rediss or unix)", quoted, u.Scheme)
+		return target{}, fmt.Errorf("conn: address %q: unknown scheme %q (want redis, rediss, redis+sentinel, rediss+sentinel or unix)", quoted, u.Scheme)
 	}
 	for key := range query {
 		if key != "db" {

@@ -12,9 +12,11 @@ import (
 )
 
 // Dial connects to addr and runs the handshake. addr is "host:port" or a
-// URL: redis://[user[:password]@]host[:port][/db], rediss://... for TLS, or
-// unix://[user[:password]@]/path/to/socket[?db=N]. Options override what the
-// URL says. The user and password are percent-encoded, as in any URL; one
+// URL: redis://[user[:password]@]host[:port][/db], rediss://... for TLS,
+// unix://[user[:password]@]/path/to/socket[?db=N], or
+// redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/name[/db]
+// (and rediss+sentinel://) for the primary that Redis Sentinel names (see
+// the package doc). Options override what the URL says. The user and password are percent-encoded, as in any URL; one
 // with a raw '/', '?', '#' or '@' after the host cannot be read and is
 // refused. No error quotes the password.
 func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
@@ -30,6 +32,9 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 
 func dialTarget(ctx context.Context, addr string, t target, o options) (*Conn, error) {
 	addr = urltext.Redacted(addr) // errors travel into logs
+	if len(t.sentinels) > 0 {
+		return dialPrimary(ctx, addr, t, o)
+	}
 	if o.dialTimeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.dialTimeout)

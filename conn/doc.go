@@ -1,6 +1,7 @@
 // Package conn is one connection to one Redis server, written on package
-// resp: dialing (TCP, unix socket, TLS, and the redis://, rediss:// and
-// unix:// URL forms), the handshake (HELLO, AUTH, SELECT, CLIENT SETNAME),
+// resp: dialing (TCP, unix socket, TLS, the redis://, rediss:// and
+// unix:// URL forms, and redis+sentinel://, which asks Redis Sentinel for
+// the primary at every dial), the handshake (HELLO, AUTH, SELECT, CLIENT SETNAME),
 // pipelined commands, a wire tap, and a [Client] that redials after the
 // connection breaks.
 //
@@ -28,6 +29,26 @@
 // dials as [WithRedialBackoff] says. The handshake's options: [WithUsername],
 // [WithPassword], [WithDB], [WithClientName], [WithRESP3], [WithTLS] and
 // [WithDialTimeout]; options override what the URL says.
+//
+// # Redis Sentinel
+//
+// A redis+sentinel:// address names sentinels and the name they know a
+// primary by:
+//
+//	redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/name[/db]
+//	rediss+sentinel://...   the same, with TLS to the sentinels and the nodes
+//
+// Every dial asks the sentinels, in the order given (port 26379 where
+// none is), for the primary's address (SENTINEL GET-MASTER-ADDR-BY-NAME),
+// dials it and checks with ROLE that it is a primary; a sentinel that
+// does not answer, or that names a node that is not a primary (a sentinel
+// behind a failover), is passed over for the next. A [Client] therefore
+// follows a failover: the sentinels kill the clients of the nodes they
+// reconfigure, and the Client's next dial reaches the new primary. The
+// user, password and database are the data nodes'; the sentinels are
+// asked with none (sentinels that require a password are not supported
+// yet), and with the dial, read and write timeouts and TLS settings of
+// the address and options.
 //
 // # Calls
 //

@@ -1,0 +1,112 @@
+package conn_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+)
+
+func TestBadSentinelAddressesAreRefusedBeforeDialing(t *testing.T) {
+	for _, addr := range []string{
+		"redis+sentinel://127.0.0.1:26379",             // no master name
+		"redis+sentinel://127.0.0.1:26379/",            // no master name
+		"redis+sentinel://127.0.0.1:26379,/mymaster",   // an empty sentinel
+		"redis+sentinel://127.0.0.1:26379/mymaster/x",  // a bad database
+		"redis+sentinel://127.0.0.1:26379/mymaster/-1", // a bad database
+		"redis+sentinel://127.0.0.1:26379/mymaster?timeout=3",
+	} {
+		t.Run(addr, func(t *testing.T) {
+			_, err := conn.NewClient(addr)
+			require.Error(t, err)
+		})
+	}
+}
+
+// role is what the server a client reaches says of itself.
+func role(t *testing.T, c *conn.Client) string {
+	t.Helper()
+	v, err := c.Do(context.Background(), "ROLE")
+	require.NoError(t, err)
+	return v.Elems[0].Str
+}
+
+func TestAClientThroughSentinelsFollowsAFailover(t *testing.T) {
+	s := redistest.StartSentinels(t, 2, 3)
+	c, err := conn.NewClient(s.URL())
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	_, err = c.Do(ctx, "SET", "k", "before")
+	require.NoError(t, err)
+	require.Equal(t, "before", s.Primary(t).Do(t, "GET", "k").Str, "the write reached the primary")
+
+	promoted := s.Failover(t, 30*time.Second)
+	// The sentinels kill the clients of the nodes they reconfigure: the
+	// client's next calls dial again, through the sentinels, to the new
+	// primary. A call in flight then may fail; later ones land there.
+	redistest.Eventually(t, func() bool {
+		_, err := c.Do(ctx, "SET", "k", "after")
+		return err == nil && promoted.Do(t, "GET", "k").Str == "after"
+	}, 30*time.Second, 20*time.Millisecond, "the client never wrote to the new primary")
+	require.Equal(t, "master", role(t, c))
+}
+
+func TestASentinelThatCannotAnswerIsPassedOver(t *testing.T) {
+	s := redistest.StartSentinels(t, 1, 3)
+	plain := redistest.Start(t) // a server, not a sentinel: SENTINEL is refused
+	url := strings.Replace(s.URL(), "redis+sentinel://", "redis+sentinel://127.0.0.1:1,"+plain.Addr+",", 1)
+	c, err := conn.NewClient(url)
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, "master", role(t, c))
+}
+
+func TestNoSentinelThatNamesAPrimaryIsAnErrorInBoundedTime(t *testing.T) {
+	plain := redistest.Start(t)
+	c, err := conn.NewClient("redis+sentinel://127.0.0.1:1," + plain.Addr + "/mymaster")
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.Do(ctx, "PING")
+	require.Error(t, err)
+	require.ErrorContains(t, err, "no sentinel named a primary")
+	require.NoError(t, ctx.Err(), "the dial gave up on its own")
+}
+
+func TestASentinelNamingAReplicaIsPassedOver(t *testing.T) {
+	s := redistest.StartSentinels(t, 1, 1)
+	// The lone sentinel is told the replica is the master: a sentinel
+	// that lags behind a failover names a node that is not a primary.
+	sentinel := &redistest.Server{Server: s.Sentinels.Sentinels[0]}
+	replica := s.Nodes[1]
+	host, port := "127.0.0.1", strings.TrimPrefix(replica.Addr, "127.0.0.1:")
+	sentinel.Do(t, "SENTINEL", "REMOVE", "mymaster")
+	sentinel.Do(t, "SENTINEL", "MONITOR", "mymaster", host, port, "1")
+	c, err := conn.NewClient(s.URL())
+	require.NoError(t, err)
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err = c.Do(ctx, "PING")
+	require.ErrorContains(t, err, "its role is slave, not master")
+}
+
+func TestSentinelAddressErrorsQuoteNoPassword(t *testing.T) {
+	_, err := conn.NewClient("redis+sentinel://user:s3cret@127.0.0.1:1/")
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "s3cret")
+
+	c, err := conn.NewClient("redis+sentinel://user:s3cret@127.0.0.1:1/mymaster")
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Do(context.Background(), "PING")
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "s3cret")
+}
