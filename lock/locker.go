@@ -93,6 +93,17 @@ type Locker struct {
 // again, paced, within their context, and releases within the release
 // timeout (WithReleaseTimeout).
 //
+// A redis+sentinel:// URL (see package conn) opens the Locker on the
+// primary that Redis Sentinel names, and its connections follow a
+// failover: the sentinels kill the clients of the nodes they reconfigure,
+// and each connection dials again, through them, to the new primary,
+// where the subscriber turns keyspace events on as at Open. A lock whose
+// acquire had not reached the replica promoted is lost with the old
+// primary; WithReplicaAck, with as many replicas as the primary has,
+// makes every lock that Lock returns survive any promotion, at the cost
+// of Locks that fail with ErrNotAcquired (the acquire undone) until the
+// replicas follow the new primary.
+//
 // Where the server allows CONFIG GET, Open refuses a maxmemory-policy that
 // may evict keys (an error matching ErrInvalid that names the setting):
 // a server can evict a held lock to make room for other data, and a

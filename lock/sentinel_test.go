@@ -1,0 +1,136 @@
+package lock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+// A Locker opened with a redis+sentinel URL reaches the primary the
+// sentinels name, and after a failover the new one: its connections,
+// killed by the sentinels as they reconfigure the old primary, dial again
+// through them.
+func TestALockerThroughSentinelsFollowsAFailover(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			s := redistest.StartSentinels(t, 2, 3)
+			ctx := context.Background()
+			// Both replicas acknowledge every write: the one promoted has
+			// the lock, whichever it is.
+			// A TTL longer than the failover takes to settle: the sentinels
+			// turn the old primary into a replica only once they next look
+			// at it, seconds later.
+			l, err := lock.Open(ctx, s.URL(), modeOptions(mode, lock.WithTTL(time.Minute), lock.WithReplicaAck(2, time.Second))...)
+			require.NoError(t, err)
+			defer l.Close()
+
+			held := mustLock(t, l, "k")
+			before := held.Token()
+			promoted := s.Failover(t, 30*time.Second)
+			require.Equal(t, int64(1), promoted.Do(t, "EXISTS", "baton:{k}").Int, "the lock survived the failover")
+			unlockCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			require.NoError(t, held.Unlock(unlockCtx), "released on the new primary")
+			require.Zero(t, promoted.Do(t, "EXISTS", "baton:{k}").Int)
+
+			lockCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			again, err := l.Lock(lockCtx, "k")
+			require.NoError(t, err)
+			require.Greater(t, again.Token(), before, "fencing tokens increase across the promotion")
+			require.NoError(t, again.Unlock(lockCtx))
+		})
+	}
+}
+
+// Under contention from two Lockers, a failover costs waits but never two
+// holders at once, and fencing tokens keep increasing in the order of
+// holding.
+func TestContentionThroughAFailoverThroughSentinels(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			s := redistest.StartSentinels(t, 2, 3)
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			var lockers []*lock.Locker
+			for range 2 {
+				l, err := lock.Open(ctx, s.URL(), modeOptions(mode, lock.WithTTL(2*time.Second), lock.WithReplicaAck(2, time.Second))...)
+				require.NoError(t, err)
+				defer l.Close()
+				lockers = append(lockers, l)
+			}
+			var (
+				holding  atomic.Bool
+				overlaps atomic.Int64
+				mu       sync.Mutex
+				tokens   []uint64    // guarded by mu: in the order of holding
+				times    []time.Time // guarded by mu: when each was granted
+				after    atomic.Int64
+				failed   atomic.Bool
+			)
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			for _, l := range lockers {
+				for range 2 {
+					wg.Go(func() {
+						for {
+							select {
+							case <-stop:
+								return
+							default:
+							}
+							callCtx, callCancel := context.WithTimeout(ctx, 20*time.Second)
+							ls, err := l.Lock(callCtx, "k")
+							if err != nil {
+								callCancel()
+								if errors.Is(err, lock.ErrNotAcquired) || ctx.Err() == nil {
+									continue // a failover under way: try again
+								}
+								return
+							}
+							if !holding.CompareAndSwap(false, true) {
+								overlaps.Add(1)
+							}
+							mu.Lock()
+							tokens = append(tokens, ls.Token())
+							times = append(times, time.Now())
+							mu.Unlock()
+							if failed.Load() {
+								after.Add(1)
+							}
+							time.Sleep(time.Millisecond)
+							holding.Store(false)
+							_ = ls.Unlock(callCtx) // an uncertain release leaves the lock to its TTL
+							callCancel()
+						}
+					})
+				}
+			}
+			redistest.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return len(tokens) >= 20 },
+				30*time.Second, 10*time.Millisecond, "no contention before the failover")
+			s.Failover(t, 30*time.Second)
+			failed.Store(true)
+			redistest.Eventually(t, func() bool { return after.Load() >= 20 },
+				45*time.Second, 10*time.Millisecond, "no progress after the failover")
+			close(stop)
+			wg.Wait()
+			require.Zero(t, overlaps.Load(), "two holders at once")
+			mu.Lock()
+			defer mu.Unlock()
+			var gap time.Duration
+			for i := 1; i < len(tokens); i++ {
+				require.Greater(t, tokens[i], tokens[i-1], "token %d of %d", i, len(tokens))
+				gap = max(gap, times[i].Sub(times[i-1]))
+			}
+			t.Logf("%s: %d acquisitions; the longest time between two, the failover's cost: %v", mode, len(tokens), gap.Round(time.Millisecond))
+		})
+	}
+}
