@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/batonlock/baton/resp"
 )
@@ -87,7 +88,7 @@ func dialPrimary(ctx context.Context, addr string, t target, o options) (*Conn, 
 			errs = append(errs, fmt.Errorf("sentinel %s named %s: %w", sentinel, primary, err))
 			continue
 		}
-		if err := checkPrimary(ctx, c); err != nil {
+		if err := checkPrimary(ctx, c, o.dialTimeout); err != nil {
 			_ = c.Close()
 			errs = append(errs, fmt.Errorf("sentinel %s named %s: %w", sentinel, primary, err))
 			continue
@@ -100,10 +101,17 @@ func dialPrimary(ctx context.Context, addr string, t target, o options) (*Conn, 
 	return nil, fmt.Errorf("%w (master %q): %w", errNoPrimary, t.master, errors.Join(errs...))
 }
 
-// askSentinel asks the sentinel at addr for the address of t's primary.
-// Sentinels are reached with the address's TLS setting, without the data
+// askSentinel asks the sentinel at addr for the address of t's primary,
+// within the dial timeout. Sentinels are reached with the address's TLS setting, without the data
 // nodes' credentials or database: they have their own, or none.
 func askSentinel(ctx context.Context, addr string, t target, o options) (string, error) {
+	if o.dialTimeout > 0 {
+		// A sentinel that accepts and never answers must not hold the
+		// dial past its timeout: the next one may answer.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.dialTimeout)
+		defer cancel()
+	}
 	so := defaultOptions()
 	so.dialTimeout, so.readTimeout, so.writeTimeout = o.dialTimeout, o.readTimeout, o.writeTimeout
 	host, _, _ := net.SplitHostPort(addr)
@@ -132,8 +140,13 @@ func askSentinel(ctx context.Context, addr string, t target, o options) (string,
 }
 
 // checkPrimary asks c's server for its role and fails unless it is a
-// primary.
-func checkPrimary(ctx context.Context, c *Conn) error {
+// primary; within timeout, if it is not zero, as a dial is.
+func checkPrimary(ctx context.Context, c *Conn, timeout time.Duration) error {
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
 	v, err := c.Do(ctx, "ROLE")
 	if err != nil {
 		return fmt.Errorf("ROLE: %w", err)

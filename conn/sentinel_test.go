@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -109,4 +110,33 @@ func TestSentinelAddressErrorsQuoteNoPassword(t *testing.T) {
 	_, err = c.Do(context.Background(), "PING")
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "s3cret")
+}
+
+func TestASentinelThatNeverAnswersIsPassedOverWithinTheDialTimeout(t *testing.T) {
+	s := redistest.StartSentinels(t, 1, 1)
+	silent, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer silent.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := silent.Accept()
+			if err != nil {
+				close(accepted)
+				return
+			}
+			accepted <- c // held open, never answered
+		}
+	}()
+	defer func() {
+		silent.Close()
+		for c := range accepted {
+			c.Close()
+		}
+	}()
+	url := strings.Replace(s.URL(), "redis+sentinel://", "redis+sentinel://"+silent.Addr().String()+",", 1)
+	c, err := conn.NewClient(url, conn.WithDialTimeout(300*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, "master", role(t, c), "the next sentinel answered")
 }
