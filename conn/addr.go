@@ -20,9 +20,11 @@ type target struct {
 	username, password string
 	db                 int
 	// sentinels, for a redis+sentinel URL, are where to ask for the
-	// primary of master (see sentinel.go); address is empty then.
-	sentinels []string
-	master    string
+	// primary of master (see sentinel.go), with the sentinels' own
+	// credentials; address is empty then.
+	sentinels                          []string
+	master                             string
+	sentinelUsername, sentinelPassword string
 }
 
 // parseAddr reads "host:port", "redis://[user[:pass]@]host[:port][/db]",
@@ -87,11 +89,17 @@ func parseAddr(addr string) (target, error) {
 		return target{}, fmt.Errorf("conn: address %q: unknown scheme %q (want redis, rediss, redis+sentinel, rediss+sentinel or unix)", quoted, u.Scheme)
 	}
 	for key := range query {
-		if key != "db" {
+		switch {
+		case key == "db":
+			if t.db, err = parseDB(query.Get("db")); err != nil {
+				return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
+			}
+		case key == "sentinel_username" && t.sentinels != nil:
+			t.sentinelUsername = query.Get(key)
+		case key == "sentinel_password" && t.sentinels != nil:
+			t.sentinelPassword = query.Get(key)
+		default:
 			return target{}, fmt.Errorf("conn: address %q: unknown parameter %q", quoted, key)
-		}
-		if t.db, err = parseDB(query.Get("db")); err != nil {
-			return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
 		}
 	}
 	return t, nil

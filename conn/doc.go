@@ -35,7 +35,7 @@
 // A redis+sentinel:// address names sentinels and the name they know a
 // primary by:
 //
-//	redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/name[/db]
+//	redis+sentinel://[user[:password]@]host[:port][,host[:port]...]/name[/db][?sentinel_username=U&sentinel_password=P]
 //	rediss+sentinel://...   the same, with TLS to the sentinels and the nodes
 //
 // Every dial asks the sentinels, in the order given (port 26379 where
@@ -45,10 +45,13 @@
 // behind a failover), is passed over for the next. A [Client] therefore
 // follows a failover: the sentinels kill the clients of the nodes they
 // reconfigure, and the Client's next dial reaches the new primary. The
-// user, password and database are the data nodes'; the sentinels are
-// asked with none (sentinels that require a password are not supported
-// yet), and with the dial, read and write timeouts and TLS settings of
-// the address and options.
+// user, password and database are the data nodes', and options such as
+// WithPassword set them; the sentinels, which usually have a password of
+// their own or none, are asked with the sentinel_username and
+// sentinel_password parameters (percent-encoded, and hidden in every
+// error as the password is), and with the address's TLS setting and the
+// dial, read and write timeouts. Asking a sentinel, and checking the
+// node it names, takes the dial timeout at most.
 //
 // # Calls
 //

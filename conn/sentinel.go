@@ -102,8 +102,9 @@ func dialPrimary(ctx context.Context, addr string, t target, o options) (*Conn, 
 }
 
 // askSentinel asks the sentinel at addr for the address of t's primary,
-// within the dial timeout. Sentinels are reached with the address's TLS setting, without the data
-// nodes' credentials or database: they have their own, or none.
+// within the dial timeout. Sentinels are reached with the address's TLS
+// setting and their own credentials (sentinel_username and
+// sentinel_password), never the data nodes' or their database.
 func askSentinel(ctx context.Context, addr string, t target, o options) (string, error) {
 	if o.dialTimeout > 0 {
 		// A sentinel that accepts and never answers must not hold the
@@ -114,6 +115,7 @@ func askSentinel(ctx context.Context, addr string, t target, o options) (string,
 	}
 	so := defaultOptions()
 	so.dialTimeout, so.readTimeout, so.writeTimeout = o.dialTimeout, o.readTimeout, o.writeTimeout
+	so.username, so.password = t.sentinelUsername, t.sentinelPassword
 	host, _, _ := net.SplitHostPort(addr)
 	if o.tlsConfig != nil {
 		so.tlsConfig = o.tlsConfig.Clone()

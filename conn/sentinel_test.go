@@ -11,6 +11,7 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/resp"
 )
 
 func TestBadSentinelAddressesAreRefusedBeforeDialing(t *testing.T) {
@@ -21,6 +22,7 @@ func TestBadSentinelAddressesAreRefusedBeforeDialing(t *testing.T) {
 		"redis+sentinel://127.0.0.1:26379/mymaster/x",  // a bad database
 		"redis+sentinel://127.0.0.1:26379/mymaster/-1", // a bad database
 		"redis+sentinel://127.0.0.1:26379/mymaster?timeout=3",
+		"redis://127.0.0.1:6379?sentinel_password=x", // a sentinel's parameter, and no sentinel
 	} {
 		t.Run(addr, func(t *testing.T) {
 			_, err := conn.NewClient(addr)
@@ -139,4 +141,28 @@ func TestASentinelThatNeverAnswersIsPassedOverWithinTheDialTimeout(t *testing.T)
 	require.NoError(t, err)
 	defer c.Close()
 	require.Equal(t, "master", role(t, c), "the next sentinel answered")
+}
+
+func TestSentinelsWithAPasswordTakeTheirOwn(t *testing.T) {
+	s := redistest.StartSentinels(t, 1, 3, "requirepass sentinel-s3cret", "sentinel sentinel-pass sentinel-s3cret")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	without, err := conn.NewClient(s.URL())
+	require.NoError(t, err)
+	defer without.Close()
+	_, err = without.Do(ctx, "PING")
+	require.ErrorIs(t, err, resp.NoAuth, "the sentinels refuse a client without their password")
+
+	with, err := conn.NewClient(s.URL() + "?sentinel_password=sentinel-s3cret")
+	require.NoError(t, err)
+	defer with.Close()
+	require.Equal(t, "master", role(t, with))
+
+	wrong, err := conn.NewClient(s.URL() + "?sentinel_password=wrong-s3cret")
+	require.NoError(t, err)
+	defer wrong.Close()
+	_, err = wrong.Do(ctx, "PING")
+	require.Error(t, err)
+	require.NotContains(t, err.Error(), "s3cret")
 }

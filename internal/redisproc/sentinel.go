@@ -30,9 +30,11 @@ const sentinelDownAfter = 500 * time.Millisecond
 // StartSentinels starts a primary, replicas replicas of it and sentinels
 // sentinels (redis-sentinel from PATH) that watch it with a quorum of a
 // majority, and returns once every sentinel knows the primary, each
-// replica and each other sentinel. On failure it stops what it started.
-// The caller must call Stop.
-func StartSentinels(replicas, sentinels int) (*Sentinels, error) {
+// replica and each other sentinel. sentinelConfig are lines added to each
+// sentinel's configuration (requirepass, say, with sentinel sentinel-pass
+// for the sentinels to reach each other). On failure it stops what it
+// started. The caller must call Stop.
+func StartSentinels(replicas, sentinels int, sentinelConfig ...string) (*Sentinels, error) {
 	s := &Sentinels{}
 	fail := func(err error) (*Sentinels, error) {
 		s.Stop()
@@ -57,6 +59,7 @@ func StartSentinels(replicas, sentinels int) (*Sentinels, error) {
 			fmt.Sprintf("sentinel monitor %s %s %s %d", SentinelMaster, host, port, quorum),
 			fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMaster, sentinelDownAfter.Milliseconds()),
 			fmt.Sprintf("sentinel failover-timeout %s 5000", SentinelMaster),
+			strings.Join(sentinelConfig, "\n"),
 		))
 		if err != nil {
 			return fail(err)

@@ -16,14 +16,14 @@ type Sentinels struct {
 }
 
 // StartSentinels starts a primary with replicas replicas and sentinels
-// sentinels with redisproc.StartSentinels, and returns once the sentinels
-// know them all. Everything is stopped at t.Cleanup. It skips the test if
+// sentinels (with sentinelConfig's lines) with redisproc.StartSentinels,
+// and returns once the sentinels know them all. Everything is stopped at t.Cleanup. It skips the test if
 // redis-server or redis-sentinel is not on PATH, or fails it then if
 // RequireRedisEnv is set to 1. Like t.Fatal, it must be called on the
 // test's goroutine.
-func StartSentinels(t testing.TB, replicas, sentinels int) *Sentinels {
+func StartSentinels(t testing.TB, replicas, sentinels int, sentinelConfig ...string) *Sentinels {
 	t.Helper()
-	s, err := redisproc.StartSentinels(replicas, sentinels)
+	s, err := redisproc.StartSentinels(replicas, sentinels, sentinelConfig...)
 	SkipIfNoBinary(t, err)
 	if err != nil {
 		t.Fatal(err)

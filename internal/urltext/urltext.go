@@ -46,6 +46,9 @@ func split(s string) (scheme, userinfo, rest string, ok bool) {
 // name stays. An address that is not a URL has no password and comes back
 // as it is, unless it holds an '@' (a user or password written without a
 // scheme); an ambiguous one (see Ambiguous) is not quoted at all.
+//
+// The value of every parameter whose name holds "password" (a sentinel's,
+// say: sentinel_password) is replaced by Hidden too.
 func Redacted(s string) string {
 	scheme, userinfo, rest, ok := split(s)
 	switch {
@@ -53,14 +56,44 @@ func Redacted(s string) string {
 		return "(an address with user information, not a URL)"
 	case Ambiguous(s):
 		return "(a URL whose user information is not percent-encoded)"
-	case !ok || userinfo == "":
+	case !ok:
 		return s
 	}
+	rest = hideParameterPasswords(rest)
 	user, _, hasPassword := strings.Cut(userinfo, ":")
-	if !hasPassword {
-		return s
+	switch {
+	case userinfo == "":
+		return scheme + "://" + rest
+	case !hasPassword:
+		return scheme + "://" + userinfo + "@" + rest
 	}
 	return scheme + "://" + user + ":" + Hidden + "@" + rest
+}
+
+// hideParameterPasswords replaces the values of the parameters of rest
+// (what follows a URL's user information) whose name holds "password".
+func hideParameterPasswords(rest string) string {
+	before, query, ok := strings.Cut(rest, "?")
+	if !ok {
+		return rest
+	}
+	query, fragment, hasFragment := strings.Cut(query, "#")
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		name, _, _ := strings.Cut(p, "=")
+		if unescaped, err := url.QueryUnescape(name); err == nil {
+			name = unescaped
+		}
+		if strings.Contains(strings.ToLower(name), "password") {
+			params[i], _, _ = strings.Cut(p, "=")
+			params[i] += "=" + Hidden
+		}
+	}
+	out := before + "?" + strings.Join(params, "&")
+	if hasFragment {
+		out += "#" + fragment
+	}
+	return out
 }
 
 // Ambiguous reports whether the URL s has an '@' after its authority (a
