@@ -365,15 +365,17 @@ func TestAReplayRightBehindAHandOffDoesNotReplaceIt(t *testing.T) {
 	require.NoError(t, err)
 
 	r := awaitLock(t, got)
-	now := time.Now()
-	pttl := time.Duration(srv.Do(t, "PTTL", "baton:{k}").Int) * time.Millisecond
+	// The lock's expiry as Redis keeps it, in Unix milliseconds: a PTTL
+	// read after a local now would be short of it by the round trip, as
+	// much as a confirmation's lease is short of the lock.
+	expires := time.UnixMilli(srv.Do(t, "PEXPIRETIME", "baton:{k}").Int)
 	stored := mustInspect(t, waiter, "k").Token
-	t.Logf("real message %q; lease token %d, stored %d; lease ends in %v, lock in Redis in %v",
-		real, r.lease.Token(), stored, lock.Deadline(r.lease).Sub(now).Round(time.Millisecond), pttl)
+	t.Logf("real message %q; lease token %d, stored %d; the lease ends %v before the lock in Redis",
+		real, r.lease.Token(), stored, expires.Sub(lock.Deadline(r.lease)))
 	assert.Equal(t, stored, r.lease.Token(), "the token the release issued")
-	assert.False(t, lock.Deadline(r.lease).After(now.Add(pttl)), "the lease ends after the lock does in Redis")
+	assert.False(t, lock.Deadline(r.lease).After(expires), "the lease ends after the lock does in Redis")
 
-	time.Sleep(pttl + 50*time.Millisecond)
+	time.Sleep(time.Until(expires) + 50*time.Millisecond)
 	second, err := other.TryLock(context.Background(), "k")
 	if err == nil {
 		select {
