@@ -11,50 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/observing"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/observe"
 )
 
-// recorder is an observer that keeps every event.
-type recorder struct {
-	mu     sync.Mutex
-	events []observe.Event // guarded by mu
-}
-
-func (r *recorder) Observe(e observe.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
-// kinds is the kinds of the events kept so far, of call if it is not zero.
-func (r *recorder) kinds(call uint64) []observe.Kind {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var ks []observe.Kind
-	for _, e := range r.events {
-		if call == 0 || e.Call == call {
-			ks = append(ks, e.Kind)
-		}
-	}
-	return ks
-}
-
-// of is the events kept so far of kind k.
-func (r *recorder) of(k observe.Kind) []observe.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var es []observe.Event
-	for _, e := range r.events {
-		if e.Kind == k {
-			es = append(es, e)
-		}
-	}
-	return es
-}
-
-// lockModes are the Locker's lockModes, with the options that make each and the
+// lockModes are the Locker's modes, with the options that make each and the
 // name events give it.
 var lockModes = []struct {
 	name     string
@@ -67,9 +30,9 @@ var lockModes = []struct {
 
 // openObserved returns a Locker on srv with a recorder, both ended when
 // the test ends; close it to have every event delivered.
-func openObserved(t *testing.T, srv *redistest.Server, opts ...lock.Option) (*lock.Locker, *recorder) {
+func openObserved(t *testing.T, srv *redistest.Server, opts ...lock.Option) (*lock.Locker, *observing.Recorder) {
 	t.Helper()
-	rec := &recorder{}
+	rec := &observing.Recorder{}
 	return open(t, srv, append(opts, lock.WithObserver(rec))...), rec
 }
 
@@ -82,8 +45,8 @@ func TestAnUncontendedLockIsObservedFromCallToRelease(t *testing.T) {
 			mustUnlock(t, ls)
 			require.NoError(t, l.Close())
 
-			require.Equal(t, []observe.Kind{observe.CallBegan, observe.LeaseGranted, observe.CallEnded, observe.LeaseEnded}, rec.kinds(0))
-			began, ended := rec.of(observe.CallBegan)[0], rec.of(observe.CallEnded)[0]
+			require.Equal(t, []observe.Kind{observe.CallBegan, observe.LeaseGranted, observe.CallEnded, observe.LeaseEnded}, rec.Kinds(0))
+			began, ended := rec.Of(observe.CallBegan)[0], rec.Of(observe.CallEnded)[0]
 			require.NotZero(t, began.Call)
 			require.Equal(t, began.Call, ended.Call)
 			require.Equal(t, observe.Lock, began.Op)
@@ -94,12 +57,30 @@ func TestAnUncontendedLockIsObservedFromCallToRelease(t *testing.T) {
 			require.Equal(t, observe.Free, ended.How)
 			require.Equal(t, ls.Token(), ended.Token)
 			require.Positive(t, ended.Duration)
-			leaseEnd := rec.of(observe.LeaseEnded)[0]
+			leaseEnd := rec.Of(observe.LeaseEnded)[0]
 			require.Equal(t, observe.Released, leaseEnd.Reason)
 			require.Equal(t, ls.Token(), leaseEnd.Token)
 			require.Equal(t, began.Call, leaseEnd.Call)
 		})
 	}
+}
+
+// handedOnceAsked has waiter Lock "k" and Unlock it, releases held once
+// rec has heard the waiter ask, and returns the waiter's error.
+func handedOnceAsked(t *testing.T, waiter *lock.Locker, held *lock.Lease, rec *observing.Recorder) error {
+	t.Helper()
+	got := make(chan error, 1)
+	go func() {
+		ls, err := waiter.Lock(context.Background(), "k")
+		if err == nil {
+			err = ls.Unlock(context.Background())
+		}
+		got <- err
+	}()
+	redistest.Eventually(t, func() bool { return len(rec.Of(observe.Asked)) == 1 },
+		10*time.Second, time.Millisecond, "the waiter never asked")
+	mustUnlock(t, held)
+	return <-got
 }
 
 func TestAHandOffIsObservedOnTheWaitersCall(t *testing.T) {
@@ -108,30 +89,16 @@ func TestAHandOffIsObservedOnTheWaitersCall(t *testing.T) {
 			srv := redistest.Start(t)
 			holder := open(t, srv, mode.opts...)
 			waiter, rec := openObserved(t, srv, mode.opts...)
-			held := mustLock(t, holder, "k")
-			got := make(chan *lock.Lease, 1)
-			go func() {
-				ls, err := waiter.Lock(context.Background(), "k")
-				if err != nil {
-					ls = nil
-				}
-				got <- ls
-			}()
-			redistest.Eventually(t, func() bool { return len(rec.of(observe.Asked)) == 1 },
-				10*time.Second, time.Millisecond, "the waiter never asked")
-			mustUnlock(t, held)
-			ls := <-got
-			require.NotNil(t, ls)
-			mustUnlock(t, ls)
+			require.NoError(t, handedOnceAsked(t, waiter, mustLock(t, holder, "k"), rec))
 			require.NoError(t, waiter.Close())
 
 			require.Equal(t, []observe.Kind{observe.CallBegan, observe.Asked, observe.HandedOver,
-				observe.LeaseGranted, observe.CallEnded, observe.LeaseEnded}, rec.kinds(0))
-			ended := rec.of(observe.CallEnded)[0]
+				observe.LeaseGranted, observe.CallEnded, observe.LeaseEnded}, rec.Kinds(0))
+			ended := rec.Of(observe.CallEnded)[0]
 			require.Equal(t, observe.Handed, ended.How)
-			require.Equal(t, observe.Handed, rec.of(observe.LeaseGranted)[0].How)
+			require.Equal(t, observe.Handed, rec.Of(observe.LeaseGranted)[0].How)
 			require.NoError(t, ended.Err)
-			handed := rec.of(observe.HandedOver)[0]
+			handed := rec.Of(observe.HandedOver)[0]
 			require.GreaterOrEqual(t, handed.Duration, time.Duration(0))
 			require.Less(t, handed.Duration, ended.Duration)
 		})
@@ -146,23 +113,11 @@ func TestAConfirmedHandOffIsObservedAsOne(t *testing.T) {
 			// the waiter's lease, which confirms it.
 			holder := open(t, srv, append(mode.opts, lock.WithTTL(time.Minute))...)
 			waiter, rec := openObserved(t, srv, mode.opts...)
-			held := mustLock(t, holder, "k")
-			got := make(chan error, 1)
-			go func() {
-				ls, err := waiter.Lock(context.Background(), "k")
-				if err == nil {
-					err = ls.Unlock(context.Background())
-				}
-				got <- err
-			}()
-			redistest.Eventually(t, func() bool { return len(rec.of(observe.Asked)) == 1 },
-				10*time.Second, time.Millisecond, "the waiter never asked")
-			mustUnlock(t, held)
-			require.NoError(t, <-got)
+			require.NoError(t, handedOnceAsked(t, waiter, mustLock(t, holder, "k"), rec))
 			require.NoError(t, waiter.Close())
 			require.Equal(t, []observe.Kind{observe.CallBegan, observe.Asked, observe.HandedOver, observe.Confirming,
-				observe.LeaseGranted, observe.CallEnded, observe.LeaseEnded}, rec.kinds(0))
-			require.Equal(t, observe.Handed, rec.of(observe.CallEnded)[0].How)
+				observe.LeaseGranted, observe.CallEnded, observe.LeaseEnded}, rec.Kinds(0))
+			require.Equal(t, observe.Handed, rec.Of(observe.CallEnded)[0].How)
 		})
 	}
 }
@@ -175,8 +130,8 @@ func TestATryLockOnAHeldLockIsObservedWithItsError(t *testing.T) {
 	require.ErrorIs(t, err, lock.ErrNotAcquired)
 	mustUnlock(t, held)
 	require.NoError(t, l.Close())
-	require.Equal(t, []observe.Kind{observe.CallBegan, observe.CallEnded}, rec.kinds(0))
-	ended := rec.of(observe.CallEnded)[0]
+	require.Equal(t, []observe.Kind{observe.CallBegan, observe.CallEnded}, rec.Kinds(0))
+	ended := rec.Of(observe.CallEnded)[0]
 	require.Equal(t, observe.TryLock, ended.Op)
 	require.ErrorIs(t, ended.Err, lock.ErrNotAcquired)
 	require.Zero(t, ended.Token)
@@ -189,7 +144,7 @@ func TestEveryWayALeaseEndsIsObservedWithItsReason(t *testing.T) {
 		ls := mustLock(t, l, "k")
 		<-ls.Done()
 		require.NoError(t, l.Close())
-		require.Equal(t, observe.Expired, rec.of(observe.LeaseEnded)[0].Reason)
+		require.Equal(t, observe.Expired, rec.Of(observe.LeaseEnded)[0].Reason)
 	})
 	t.Run("lost", func(t *testing.T) {
 		srv := redistest.Start(t)
@@ -198,14 +153,14 @@ func TestEveryWayALeaseEndsIsObservedWithItsReason(t *testing.T) {
 		srv.Do(t, "SET", "baton:{k}", "someone else")
 		require.ErrorIs(t, ls.Extend(context.Background(), time.Second), lock.ErrNotHeld)
 		require.NoError(t, l.Close())
-		require.Equal(t, observe.Lost, rec.of(observe.LeaseEnded)[0].Reason)
+		require.Equal(t, observe.Lost, rec.Of(observe.LeaseEnded)[0].Reason)
 	})
 	t.Run("closed", func(t *testing.T) {
 		srv := redistest.Start(t)
 		l, rec := openObserved(t, srv)
 		mustLock(t, l, "k")
 		require.NoError(t, l.Close())
-		require.Equal(t, observe.Closed, rec.of(observe.LeaseEnded)[0].Reason)
+		require.Equal(t, observe.Closed, rec.Of(observe.LeaseEnded)[0].Reason)
 	})
 	t.Run("extension failed", func(t *testing.T) {
 		srv := redistest.Start(t)
@@ -214,11 +169,11 @@ func TestEveryWayALeaseEndsIsObservedWithItsReason(t *testing.T) {
 		srv.Do(t, "CLIENT", "PAUSE", "1000", "WRITE")
 		<-ls.Done()
 		require.NoError(t, l.Close())
-		failed := rec.of(observe.ExtendFailed)
+		failed := rec.Of(observe.ExtendFailed)
 		require.NotEmpty(t, failed)
 		require.Equal(t, ls.Token(), failed[0].Token)
 		require.Error(t, failed[0].Err)
-		require.Equal(t, observe.ExtensionFailed, rec.of(observe.LeaseEnded)[0].Reason)
+		require.Equal(t, observe.ExtensionFailed, rec.Of(observe.LeaseEnded)[0].Reason)
 	})
 }
 
@@ -226,13 +181,13 @@ func TestASubscribersReconnectIsObserved(t *testing.T) {
 	srv := redistest.Start(t)
 	l, rec := openObserved(t, srv)
 	srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")
-	redistest.Eventually(t, func() bool { return len(rec.of(observe.Reconnected)) == 1 },
+	redistest.Eventually(t, func() bool { return len(rec.Of(observe.Reconnected)) == 1 },
 		10*time.Second, time.Millisecond, "no reconnect observed")
 	require.NoError(t, l.Close())
-	require.Equal(t, []observe.Kind{observe.ConnectionLost, observe.Reconnected}, rec.kinds(0))
-	require.Equal(t, observe.Fast, rec.of(observe.Reconnected)[0].Mode, "the Locker's mode")
-	require.Error(t, rec.of(observe.ConnectionLost)[0].Err)
-	require.Positive(t, rec.of(observe.Reconnected)[0].Duration)
+	require.Equal(t, []observe.Kind{observe.ConnectionLost, observe.Reconnected}, rec.Kinds(0))
+	require.Equal(t, observe.Fast, rec.Of(observe.Reconnected)[0].Mode, "the Locker's mode")
+	require.Error(t, rec.Of(observe.ConnectionLost)[0].Err)
+	require.Positive(t, rec.Of(observe.Reconnected)[0].Duration)
 }
 
 // blockingObserver blocks in Observe until unblock is closed.
@@ -240,7 +195,7 @@ type blockingObserver struct {
 	entered chan struct{} // closed at the first Observe
 	unblock chan struct{}
 	once    sync.Once
-	rec     recorder
+	rec     observing.Recorder
 }
 
 func (b *blockingObserver) Observe(e observe.Event) {
@@ -271,13 +226,13 @@ func TestAnObserverThatBlocksDelaysNoHandOff(t *testing.T) {
 			}
 			<-obs.entered
 			wg.Wait() // every hand-off done while the observer is stuck at its first event
-			require.Empty(t, obs.rec.kinds(0))
+			require.Empty(t, obs.rec.Kinds(0))
 			close(obs.unblock)
 			require.NoError(t, a.Close())
 			require.NoError(t, b.Close())
-			require.Len(t, obs.rec.of(observe.LeaseGranted), 2*rounds)
-			require.Len(t, obs.rec.of(observe.LeaseEnded), 2*rounds)
-			require.Empty(t, obs.rec.of(observe.Dropped))
+			require.Len(t, obs.rec.Of(observe.LeaseGranted), 2*rounds)
+			require.Len(t, obs.rec.Of(observe.LeaseEnded), 2*rounds)
+			require.Empty(t, obs.rec.Of(observe.Dropped))
 		})
 	}
 }
@@ -306,17 +261,17 @@ func TestEventsThatFindTheQueueFullAreCountedAndNoCallIsLeftOpen(t *testing.T) {
 	close(obs.unblock)
 	require.NoError(t, l.Close())
 
-	dropped := obs.rec.of(observe.Dropped)
+	dropped := obs.rec.Of(observe.Dropped)
 	require.Len(t, dropped, 1)
-	delivered := len(obs.rec.kinds(0)) - 1
+	delivered := len(obs.rec.Kinds(0)) - 1
 	require.Equal(t, 2*tries, delivered+dropped[0].Count, "every event delivered or counted")
 	require.Greater(t, delivered, observe.QueueSize-2, "the queue was full")
 	// A full queue drops a call whole: every call begun has its end.
 	ended := map[uint64]bool{}
-	for _, e := range obs.rec.of(observe.CallEnded) {
+	for _, e := range obs.rec.Of(observe.CallEnded) {
 		ended[e.Call] = true
 	}
-	for _, e := range obs.rec.of(observe.CallBegan) {
+	for _, e := range obs.rec.Of(observe.CallBegan) {
 		require.True(t, ended[e.Call], "call %d began and never ended", e.Call)
 	}
 	require.Len(t, ended, delivered/2)
@@ -331,24 +286,12 @@ func TestAPanickingObserverBreaksNothing(t *testing.T) {
 	for _, mode := range lockModes {
 		t.Run(mode.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			rec := &recorder{}
+			rec := &observing.Recorder{}
 			l := open(t, srv, append(mode.opts, lock.WithObserver(panicking{}), lock.WithObserver(rec))...)
 			other := open(t, srv, mode.opts...)
-			held := mustLock(t, other, "k")
-			got := make(chan error, 1)
-			go func() {
-				ls, err := l.Lock(context.Background(), "k")
-				if err == nil {
-					err = ls.Unlock(context.Background())
-				}
-				got <- err
-			}()
-			redistest.Eventually(t, func() bool { return len(rec.of(observe.Asked)) == 1 },
-				10*time.Second, time.Millisecond, "the waiter never asked")
-			mustUnlock(t, held)
-			require.NoError(t, <-got)
+			require.NoError(t, handedOnceAsked(t, l, mustLock(t, other, "k"), rec))
 			require.NoError(t, l.Close())
-			require.Len(t, rec.of(observe.LeaseEnded), 1, "the other observer is told everything")
+			require.Len(t, rec.Of(observe.LeaseEnded), 1, "the other observer is told everything")
 		})
 	}
 }
@@ -378,7 +321,7 @@ func TestAReleaseThatSkipsADeadWaiterIsObserved(t *testing.T) {
 			mustUnlock(t, held)
 			require.NoError(t, <-got)
 			require.NoError(t, holder.Close())
-			skipped := rec.of(observe.WaitersSkipped)
+			skipped := rec.Of(observe.WaitersSkipped)
 			require.Len(t, skipped, 1)
 			require.Equal(t, 1, skipped[0].Count)
 			require.Equal(t, "k", skipped[0].Key)
@@ -396,15 +339,15 @@ func TestLeasesHeldLeaveTheQueueRoomForCalls(t *testing.T) {
 		mustLock(t, l, "k"+strconv.Itoa(i))
 		if n := i + 1; n%256 == 0 {
 			// Delivered so far: the queue is empty again.
-			redistest.Eventually(t, func() bool { return len(rec.of(observe.CallEnded)) == n },
+			redistest.Eventually(t, func() bool { return len(rec.Of(observe.CallEnded)) == n },
 				10*time.Second, time.Millisecond, "calls dropped from a queue with room, %d leases held", n)
 		}
 	}
 	mustUnlock(t, mustLock(t, l, "one more"))
 	require.NoError(t, l.Close())
-	require.Empty(t, rec.of(observe.Dropped))
-	require.Len(t, rec.of(observe.LeaseGranted), held+1)
-	require.Len(t, rec.of(observe.LeaseEnded), held+1)
+	require.Empty(t, rec.Of(observe.Dropped))
+	require.Len(t, rec.Of(observe.LeaseGranted), held+1)
+	require.Len(t, rec.Of(observe.LeaseEnded), held+1)
 }
 
 func TestALeaseThatRunsOutWithAWatchdogThatNeverFailedExpired(t *testing.T) {
@@ -417,8 +360,8 @@ func TestALeaseThatRunsOutWithAWatchdogThatNeverFailedExpired(t *testing.T) {
 	require.NoError(t, ls.Extend(context.Background(), 50*time.Millisecond))
 	<-ls.Done()
 	require.NoError(t, l.Close())
-	require.Empty(t, rec.of(observe.ExtendFailed))
-	require.Equal(t, observe.Expired, rec.of(observe.LeaseEnded)[0].Reason)
+	require.Empty(t, rec.Of(observe.ExtendFailed))
+	require.Equal(t, observe.Expired, rec.Of(observe.LeaseEnded)[0].Reason)
 }
 
 func TestALockWhoseFirstAttemptFoundTheLockHeldIsObservedAsAfterWait(t *testing.T) {
@@ -426,7 +369,7 @@ func TestALockWhoseFirstAttemptFoundTheLockHeldIsObservedAsAfterWait(t *testing.
 	held := mustLock(t, open(t, srv), "k")
 	var armed atomic.Bool
 	var once sync.Once
-	rec := &recorder{}
+	rec := &observing.Recorder{}
 	l := open(t, srv, lock.WithObserver(rec), lock.WithConnOptions(conn.WithTap(func(dir conn.Direction, _ []byte) {
 		if dir == conn.Read && armed.Load() {
 			// The first attempt's reply, read before the Lock sees it:
@@ -439,10 +382,10 @@ func TestALockWhoseFirstAttemptFoundTheLockHeldIsObservedAsAfterWait(t *testing.
 	require.NoError(t, l.Close())
 	require.ErrorIs(t, held.Unlock(context.Background()), lock.ErrNotHeld)
 
-	ended := rec.of(observe.CallEnded)[0]
+	ended := rec.Of(observe.CallEnded)[0]
 	require.Equal(t, ls.Token(), ended.Token)
 	require.Equal(t, observe.AfterWait, ended.How, "the first attempt found the lock held, the second free")
-	require.Equal(t, observe.AfterWait, rec.of(observe.LeaseGranted)[0].How)
+	require.Equal(t, observe.AfterWait, rec.Of(observe.LeaseGranted)[0].How)
 }
 
 func TestAWatchdogRefusedByACloseUnderWayReportsNoFailure(t *testing.T) {
@@ -457,11 +400,11 @@ func TestAWatchdogRefusedByACloseUnderWayReportsNoFailure(t *testing.T) {
 		_, err := l.TryLock(context.Background(), "other")
 		stuck <- err
 	}()
-	redistest.Eventually(t, func() bool { return len(rec.of(observe.CallBegan)) == 2 },
+	redistest.Eventually(t, func() bool { return len(rec.Of(observe.CallBegan)) == 2 },
 		10*time.Second, time.Millisecond, "the second call never began")
 	require.NoError(t, l.Close())
 	<-stuck
-	for _, e := range rec.of(observe.ExtendFailed) {
+	for _, e := range rec.Of(observe.ExtendFailed) {
 		require.NotErrorIs(t, e.Err, lock.ErrClosed, "a refusal by Close reported as a failed extension")
 	}
 }

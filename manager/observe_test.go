@@ -3,34 +3,16 @@ package manager_test
 import (
 	"context"
 	"errors"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/internal/observing"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
 	"github.com/batonlock/baton/observe"
 )
-
-// recorder is an observer that keeps every event.
-type recorder struct {
-	mu     sync.Mutex
-	events []observe.Event // guarded by mu
-}
-
-func (r *recorder) Observe(e observe.Event) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.events = append(r.events, e)
-}
-
-func (r *recorder) all() []observe.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]observe.Event(nil), r.events...)
-}
 
 func TestAModifyIsObservedAroundItsLock(t *testing.T) {
 	for _, mode := range []struct {
@@ -40,7 +22,7 @@ func TestAModifyIsObservedAroundItsLock(t *testing.T) {
 	}{{"fast", nil, observe.Fast}, {"fair", []lock.Option{lock.WithFair()}, observe.Fair}} {
 		t.Run(mode.name, func(t *testing.T) {
 			srv := redistest.Start(t)
-			rec := &recorder{}
+			rec := &observing.Recorder{}
 			l, err := lock.Open(context.Background(), srv.Addr, append(mode.opts, lock.WithObserver(rec))...)
 			require.NoError(t, err)
 			m := manager.New[counter](l)
@@ -49,7 +31,7 @@ func TestAModifyIsObservedAroundItsLock(t *testing.T) {
 			require.ErrorIs(t, m.Modify(context.Background(), "session-1", func(*counter) error { return refused }), refused)
 			require.NoError(t, l.Close())
 
-			events := rec.all()
+			events := rec.All()
 			var kinds []observe.Kind
 			var modify []observe.Event
 			for _, e := range events {
@@ -78,7 +60,7 @@ func TestAModifyIsObservedAroundItsLock(t *testing.T) {
 
 func TestAModifyThatItsLockerOutlivesIsObservedToEnd(t *testing.T) {
 	srv := redistest.Start(t)
-	rec := &recorder{}
+	rec := &observing.Recorder{}
 	l, err := lock.Open(context.Background(), srv.Addr, lock.WithObserver(rec))
 	require.NoError(t, err)
 	m := manager.New[counter](l)
@@ -101,7 +83,7 @@ func TestAModifyThatItsLockerOutlivesIsObservedToEnd(t *testing.T) {
 
 	var began []observe.Event
 	ended := map[uint64]observe.Event{}
-	for _, e := range rec.all() {
+	for _, e := range rec.All() {
 		switch e.Kind {
 		case observe.CallBegan:
 			began = append(began, e)
