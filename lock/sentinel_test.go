@@ -147,3 +147,72 @@ func TestContentionThroughAFailoverThroughSentinels(t *testing.T) {
 		})
 	}
 }
+
+// A primary that dies is found down by the sentinels, which promote a
+// replica; Locks fail while no node is the primary, and succeed on the
+// new one. The test reports how long after the kill the first did.
+func TestALockerThroughSentinelsOutlivesAPrimaryThatDied(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			s := redistest.StartSentinels(t, 2, 3)
+			ctx := context.Background()
+			// One replica's acknowledgement: the sentinels promote the
+			// replica furthest ahead, which has every lock acknowledged.
+			l, err := lock.Open(ctx, s.URL(), modeOptions(mode, lock.WithReplicaAck(1, time.Second))...)
+			require.NoError(t, err)
+			defer l.Close()
+
+			var (
+				mu     sync.Mutex
+				last   uint64    // guarded by mu: the last token held
+				killed time.Time // guarded by mu: when the primary was killed
+				first  time.Time // guarded by mu: the first acquisition after it
+			)
+			stop := make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				for {
+					select {
+					case <-stop:
+						done <- nil
+						return
+					default:
+					}
+					callCtx, cancel := context.WithTimeout(ctx, time.Second)
+					started := time.Now()
+					ls, err := l.Lock(callCtx, "k")
+					if err == nil {
+						mu.Lock()
+						if ls.Token() <= last {
+							mu.Unlock()
+							cancel()
+							done <- errors.New("a token no greater than the last")
+							return
+						}
+						last = ls.Token()
+						if !killed.IsZero() && started.After(killed) && first.IsZero() {
+							first = time.Now()
+						}
+						mu.Unlock()
+						_ = ls.Unlock(callCtx)
+					}
+					cancel()
+				}
+			}()
+			redistest.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return last != 0 },
+				10*time.Second, time.Millisecond, "no lock before the kill")
+			old := s.KillPrimary(t)
+			mu.Lock()
+			killed = time.Now()
+			mu.Unlock()
+			s.WaitFailover(t, old, 30*time.Second)
+			redistest.Eventually(t, func() bool { mu.Lock(); defer mu.Unlock(); return !first.IsZero() },
+				30*time.Second, 5*time.Millisecond, "no lock on the new primary")
+			close(stop)
+			require.NoError(t, <-done)
+			mu.Lock()
+			defer mu.Unlock()
+			t.Logf("%s: the first Lock after the primary was killed returned %v after the kill", mode, first.Sub(killed).Round(time.Millisecond))
+		})
+	}
+}

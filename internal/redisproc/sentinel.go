@@ -106,6 +106,9 @@ func (s *Sentinels) known() error {
 		}
 	}
 	for _, n := range s.Nodes {
+		if !n.running() {
+			continue
+		}
 		role, err := n.Do("ROLE")
 		if err != nil {
 			return err
@@ -117,11 +120,11 @@ func (s *Sentinels) known() error {
 	return nil
 }
 
-// replicatingFrom reports an error unless every node but primary is a
-// replica of it, connected.
+// replicatingFrom reports an error unless every running node but primary
+// is a replica of it, connected.
 func (s *Sentinels) replicatingFrom(primary *Server) error {
 	for _, n := range s.Nodes {
-		if n == primary {
+		if n == primary || !n.running() {
 			continue
 		}
 		role, err := n.Do("ROLE")
@@ -191,6 +194,26 @@ func (s *Sentinels) Failover(timeout time.Duration) (*Server, error) {
 	if _, err := s.Sentinels[0].Do("SENTINEL", "FAILOVER", SentinelMaster); err != nil {
 		return nil, err
 	}
+	return s.waitPrimary(old, timeout)
+}
+
+// KillPrimary crashes the primary (SIGKILL: it tells nobody) and returns
+// it once its process has exited; it stays down. WaitFailover waits for
+// the sentinels to replace it.
+func (s *Sentinels) KillPrimary() (*Server, error) {
+	old, err := s.Primary()
+	if err != nil {
+		return nil, err
+	}
+	if err := old.kill(); err != nil {
+		return nil, fmt.Errorf("redisproc: killing the primary %s: %w", old.Addr, err)
+	}
+	return old, nil
+}
+
+// WaitFailover waits, up to timeout, until a node other than old is the
+// settled primary, which it returns.
+func (s *Sentinels) WaitFailover(old *Server, timeout time.Duration) (*Server, error) {
 	return s.waitPrimary(old, timeout)
 }
 

@@ -43,6 +43,27 @@ func (s *Sentinels) Primary(t testing.TB) *Server {
 	return &Server{p}
 }
 
+// KillPrimary crashes the primary, and returns it once it is down.
+func (s *Sentinels) KillPrimary(t testing.TB) *Server {
+	t.Helper()
+	p, err := s.Sentinels.KillPrimary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Server{p}
+}
+
+// WaitFailover waits, up to timeout, until the sentinels have promoted a
+// node other than old, which it returns.
+func (s *Sentinels) WaitFailover(t testing.TB, old *Server, timeout time.Duration) *Server {
+	t.Helper()
+	p, err := s.Sentinels.WaitFailover(old.Server, timeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Server{p}
+}
+
 // Failover has the sentinels promote a replica and waits, up to timeout,
 // until it is the settled primary, which it returns.
 func (s *Sentinels) Failover(t testing.TB, timeout time.Duration) *Server {
