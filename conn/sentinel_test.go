@@ -166,3 +166,19 @@ func TestSentinelsWithAPasswordTakeTheirOwn(t *testing.T) {
 	require.Error(t, err)
 	require.NotContains(t, err.Error(), "s3cret")
 }
+
+func TestAClientFollowsAFailoverAfterItsFirstSentinelDied(t *testing.T) {
+	s := redistest.StartSentinels(t, 1, 3)
+	c, err := conn.NewClient(s.URL())
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	require.Equal(t, "master", role(t, c))
+
+	s.Sentinels.Sentinels[0].Stop() // the first the client asks
+	promoted := s.Failover(t, 30*time.Second)
+	redistest.Eventually(t, func() bool {
+		_, err := c.Do(ctx, "SET", "k", "after")
+		return err == nil && promoted.Do(t, "GET", "k").Str == "after"
+	}, 30*time.Second, 20*time.Millisecond, "the client never wrote to the new primary")
+}

@@ -89,7 +89,7 @@ func (s *Sentinels) waitKnown(timeout time.Duration) error {
 }
 
 func (s *Sentinels) known() error {
-	for _, sn := range s.Sentinels {
+	for _, sn := range s.live() {
 		v, err := sn.Do("SENTINEL", "REPLICAS", SentinelMaster)
 		if err != nil {
 			return err
@@ -149,11 +149,11 @@ func (s *Sentinels) URL() string {
 	return "redis+sentinel://" + strings.Join(addrs, ",") + "/" + SentinelMaster
 }
 
-// Primary is the data node that every sentinel names as the primary and
+// Primary is the data node that every running sentinel names as the primary and
 // that says it is one (ROLE), or an error if they do not agree yet.
 func (s *Sentinels) Primary() (*Server, error) {
 	var named string
-	for _, sn := range s.Sentinels {
+	for _, sn := range s.live() {
 		v, err := sn.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster)
 		if err != nil {
 			return nil, err
@@ -191,10 +191,25 @@ func (s *Sentinels) Failover(timeout time.Duration) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := s.Sentinels[0].Do("SENTINEL", "FAILOVER", SentinelMaster); err != nil {
+	live := s.live()
+	if len(live) == 0 {
+		return nil, errors.New("redisproc: no sentinel runs")
+	}
+	if _, err := live[0].Do("SENTINEL", "FAILOVER", SentinelMaster); err != nil {
 		return nil, err
 	}
 	return s.waitPrimary(old, timeout)
+}
+
+// live is the sentinels whose process runs: a test may have stopped some.
+func (s *Sentinels) live() []*Server {
+	var live []*Server
+	for _, sn := range s.Sentinels {
+		if sn.running() {
+			live = append(live, sn)
+		}
+	}
+	return live
 }
 
 // KillPrimary crashes the primary (SIGKILL: it tells nobody) and returns
