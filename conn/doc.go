@@ -44,7 +44,13 @@
 // does not answer, or that names a node that is not a primary (a sentinel
 // behind a failover), is passed over for the next. A [Client] therefore
 // follows a failover: the sentinels kill the clients of the nodes they
-// reconfigure, and the Client's next dial reaches the new primary. The
+// reconfigure, and the Client's next dial reaches the new primary. But a
+// primary still alive when it was failed over (SENTINEL FAILOVER, a
+// partition that heals) keeps saying it is one, and keeps its clients,
+// until the sentinels reconfigure it: about ten seconds later on Redis
+// 7.0.15. A Client connected to it writes there meanwhile, and those
+// writes are lost when it becomes a replica; following the sentinels'
+// +switch-master announcement, which would end that, is not done yet. The
 // user, password and database are the data nodes', and options such as
 // WithPassword set them; the sentinels, which usually have a password of
 // their own or none, are asked with the sentinel_username and

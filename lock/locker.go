@@ -99,9 +99,13 @@ type Locker struct {
 // and each connection dials again, through them, to the new primary,
 // where the subscriber turns keyspace events on as at Open. A lock whose
 // acquire had not reached the replica promoted is lost with the old
-// primary; WithReplicaAck, with as many replicas as the primary has,
-// makes every lock that Lock returns survive any promotion, at the cost
-// of Locks that fail with ErrNotAcquired (the acquire undone) until the
+// primary, and so is one acquired on an old primary that still takes
+// writes after the promotion: one failed over alive keeps its clients
+// until the sentinels reconfigure it, about ten seconds later (see
+// package conn). WithReplicaAck, with as many replicas as the primary
+// has, makes every lock that Lock returns survive any promotion (an
+// acquire on the old primary finds no replica to acknowledge it, and is
+// undone), at the cost of Locks that fail with ErrNotAcquired until the
 // replicas follow the new primary.
 //
 // Where the server allows CONFIG GET, Open refuses a maxmemory-policy that
