@@ -259,7 +259,7 @@ func (c *claim) confirmed(ctx context.Context, a attempt, r scriptResult, err er
 // the context cut it short: nothing of the claim's follows it.
 func (c *claim) releaseLate(ctx context.Context) error {
 	by := time.Now().Add(c.l.opts.ReleaseTimeout)
-	err := c.releaseNow(conn.WithReplyDeadline(ctx, by), by, nil, releasePingEval)
+	err := c.releaseNow(boundedBy(ctx, by), by, nil, releasePingEval)
 	if err == nil || errors.Is(err, ErrNotHeld) {
 		return nil
 	}

@@ -25,14 +25,7 @@ import (
 func (c *claim) release(ctx context.Context, w *Write) error {
 	by := time.Now().Add(c.l.opts.ReleaseTimeout)
 	if ctx.Err() == nil {
-		bounded := ctx
-		if end, ok := ctx.Deadline(); !ok || by.Before(end) {
-			// Else ctx ends first, and must be what ends the call: a
-			// reply deadline at the same moment could break the
-			// connection before the context's timer fires.
-			bounded = conn.WithReplyDeadline(ctx, by)
-		}
-		err := c.releaseNow(bounded, by, w, c.l.opts.ReleaseStyle)
+		err := c.releaseNow(boundedBy(ctx, by), by, w, c.l.opts.ReleaseStyle)
 		if err == nil || ctx.Err() == nil || decided(err) {
 			return err
 		}
@@ -54,6 +47,17 @@ func (c *claim) release(ctx context.Context, w *Write) error {
 		after = "the Locker is closing: the lock's TTL ends it"
 	}
 	return c.errorf("unlock", &conn.UncertainError{Cause: fmt.Errorf("%w (%s)", ctx.Err(), after)})
+}
+
+// boundedBy is ctx bounded by by, when a release gives up: by a reply
+// deadline, which costs no timer, unless ctx ends first. Then ctx must be
+// what ends the call: a reply deadline at the same moment could break
+// the connection before the context's timer fires.
+func boundedBy(ctx context.Context, by time.Time) context.Context {
+	if end, ok := ctx.Deadline(); ok && !by.Before(end) {
+		return ctx
+	}
+	return conn.WithReplyDeadline(ctx, by)
 }
 
 // decided reports whether err is the server's verdict on a release, which
