@@ -25,12 +25,12 @@ func TestAFairWaiterWhoseRenewalIsRefusedLeavesTheQueue(t *testing.T) {
 		switch {
 		case cmd[0] == "PING":
 			return "+PONG\r\n"
-		case cmd[2] == fairKeys && len(cmd) == 3+6+9: // the acquire
+		case fairScript(cmd) == fairAcquire:
 			if acquires.Add(1) == 1 {
 				return "*3\r\n:0\r\n:10000\r\n:5\r\n" // queued
 			}
 			return "-LOADING Redis is loading the dataset in memory\r\n"
-		case cmd[2] == fairKeys && len(cmd) == 3+6+4: // the release
+		case fairScript(cmd) == fairRelease:
 			releases.Add(1)
 			return ":0\r\n"
 		}

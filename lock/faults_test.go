@@ -18,9 +18,6 @@ import (
 	"github.com/batonlock/baton/subscriber"
 )
 
-// fairKeys is the key count of every fair script, on a fake server.
-const fairKeys = "6"
-
 // The fast scripts, as fastScript tells them apart on a fake server.
 const (
 	fastAcquire  = "acquire"
@@ -29,17 +26,49 @@ const (
 	fastWithdraw = "withdraw"
 )
 
-// fastScript names the fast script that cmd, an EVALSHA or EVAL, runs,
-// from its counts of keys and arguments (see fast.lua), or "".
-func fastScript(cmd []string) string {
+// The fair scripts, as fairScript tells them apart on a fake server.
+const (
+	fairAcquire = "acquire"
+	fairRelease = "release"
+)
+
+// scriptShape is the counts of keys and arguments of cmd, an EVALSHA or
+// EVAL, or false for any other command.
+func scriptShape(cmd []string) (keys, args int, ok bool) {
 	if len(cmd) < 3 || (cmd[0] != "EVALSHA" && cmd[0] != "EVAL") {
-		return ""
+		return 0, 0, false
 	}
 	keys, err := strconv.Atoi(cmd[2])
 	if err != nil {
+		return 0, 0, false
+	}
+	return keys, len(cmd) - 3 - keys, true
+}
+
+// fairScript names the fair script that cmd runs, from its counts of keys
+// and arguments (see fair.lua), or "".
+func fairScript(cmd []string) string {
+	keys, args, ok := scriptShape(cmd)
+	switch {
+	case !ok || keys != 6: // every fair script's
+
+		return ""
+	case args == 9:
+		return fairAcquire
+	case args == 4:
+		return fairRelease
+	}
+	return ""
+}
+
+// fastScript names the fast script that cmd, an EVALSHA or EVAL, runs,
+// from its counts of keys and arguments (see fast.lua), or "".
+func fastScript(cmd []string) string {
+	keys, args, ok := scriptShape(cmd)
+	if !ok {
 		return ""
 	}
-	switch args := len(cmd) - 3 - keys; {
+	switch {
 	case keys == 3 && args == 6:
 		return fastAcquire
 	case keys == 3 && args == 5:
@@ -109,7 +138,7 @@ func TestABadFairReplyIsAnErrorNotALease(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			var served atomic.Bool
 			l := onFake(t, srv, func(_ int32, cmd []string) string {
-				if cmd[2] == fairKeys && len(cmd) == 3+6+9 { // the acquire
+				if fairScript(cmd) == fairAcquire {
 					served.Store(true)
 					return bad
 				}
