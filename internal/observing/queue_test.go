@@ -2,7 +2,6 @@ package observing_test
 
 import (
 	"errors"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,23 +16,16 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // gate records events, blocking in Observe while it is shut.
 type gate struct {
-	open   chan struct{}
-	mu     sync.Mutex
-	events []observe.Event // guarded by mu
+	open chan struct{}
+	rec  observing.Recorder
 }
 
 func (g *gate) Observe(e observe.Event) {
 	<-g.open
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.events = append(g.events, e)
+	g.rec.Observe(e)
 }
 
-func (g *gate) seen() []observe.Event {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return append([]observe.Event(nil), g.events...)
-}
+func (g *gate) seen() []observe.Event { return g.rec.All() }
 
 func TestNoObserversMakeNoQueue(t *testing.T) {
 	q := observing.Start(nil)
