@@ -2,11 +2,9 @@ package lock_test
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -92,10 +90,8 @@ func TestFairKilledWaitersDoNotStallTheQueue(t *testing.T) {
 			}()
 			waitQueued(t, srv, int64(dead+1))
 			var channels []string // the children's, where their hand-offs reach them
-			for _, owner := range srv.Do(t, "ZRANGE", "baton:{k}:queue", "0", fmt.Sprint(dead-1)).Elems {
-				entry := strings.SplitN(srv.Do(t, "HGET", "baton:{k}:waiters", owner.Str).Str, " ", 3)
-				require.Len(t, entry, 3)
-				channels = append(channels, entry[2])
+			for _, w := range fairQueue(t, srv, "k", dead) {
+				channels = append(channels, w.channel)
 			}
 			for _, child := range children {
 				require.NoError(t, child.Process.Kill())

@@ -173,16 +173,31 @@ func handOffAsAnEarlierVersion(t *testing.T, srv *redistest.Server, mode, key st
 func firstWaiter(t *testing.T, srv *redistest.Server, mode, key string) (owner, id, channel string) {
 	t.Helper()
 	if mode == "fair" {
-		owner = srv.Do(t, "ZRANGE", "baton:{"+key+"}:queue", "0", "0").Elems[0].Str
-		entry := srv.Do(t, "HGET", "baton:{"+key+"}:waiters", owner).Str
-		fields := strings.SplitN(entry, " ", 3) // deadline, ID, channel
-		require.Len(t, fields, 3, "a queue entry %q", entry)
-		return owner, fields[1], fields[2]
+		w := fairQueue(t, srv, key, 1)[0]
+		return w.owner, w.id, w.channel
 	}
 	request := srv.Do(t, "LINDEX", "baton:{"+key+"}:wanted", "0").Str
 	fields := strings.SplitN(request, " ", 3)
 	require.Len(t, fields, 3, "a request %q", request)
 	return fields[0], fields[1], fields[2]
+}
+
+// queuedWaiter is a fair queue's entry for a waiter: its owner token, and
+// the waiter's ID and channel, where a hand-off reaches it.
+type queuedWaiter struct{ owner, id, channel string }
+
+// fairQueue reads the first n entries of key's fair queue, in order.
+func fairQueue(t *testing.T, srv *redistest.Server, key string, n int) []queuedWaiter {
+	t.Helper()
+	var ws []queuedWaiter
+	for _, owner := range srv.Do(t, "ZRANGE", "baton:{"+key+"}:queue", "0", strconv.Itoa(n-1)).Elems {
+		entry := srv.Do(t, "HGET", "baton:{"+key+"}:waiters", owner.Str).Str
+		fields := strings.SplitN(entry, " ", 3) // deadline, ID, channel
+		require.Len(t, fields, 3, "a queue entry %q", entry)
+		ws = append(ws, queuedWaiter{owner.Str, fields[1], fields[2]})
+	}
+	require.Len(t, ws, n, "the queue's entries")
+	return ws
 }
 
 // A message that names a waiter but does not read as a hand-off (garbled,
