@@ -45,7 +45,7 @@ func StartSentinels(replicas, sentinels int, sentinelConfig ...string) (*Sentine
 		return fail(err)
 	}
 	s.Nodes = append(s.Nodes, primary)
-	host, port, _ := net.SplitHostPort(primary.Addr)
+	host, port := "127.0.0.1", strconv.Itoa(primary.port)
 	for range replicas {
 		r, err := Start(WithConfig("replicaof " + host + " " + port))
 		if err != nil {
@@ -132,7 +132,7 @@ func (s *Sentinels) replicatingFrom(primary *Server) error {
 			return err
 		}
 		e := role.Elems
-		if len(e) < 4 || e[0].Str != "slave" || e[2].Int != int64(Port(primary.Addr)) || e[3].Str != "connected" {
+		if len(e) < 4 || e[0].Str != "slave" || e[2].Int != int64(primary.port) || e[3].Str != "connected" {
 			return fmt.Errorf("%s is not yet a connected replica of %s: %v", n.Addr, primary.Addr, role)
 		}
 	}
@@ -254,13 +254,6 @@ func (s *Sentinels) waitPrimary(old *Server, timeout time.Duration) (*Server, er
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-}
-
-// Port is the port of addr, for tests that match a node by it.
-func Port(addr string) int {
-	_, p, _ := net.SplitHostPort(addr)
-	n, _ := strconv.Atoi(p)
-	return n
 }
 
 // Stop stops every process.
