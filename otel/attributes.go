@@ -23,37 +23,10 @@ const (
 	attrHandoffTime = attribute.Key("baton.lock.handoff.duration")
 )
 
-// modeValue is a mode's value of baton.lock.mode.
-func modeValue(m observe.Mode) string {
-	switch m {
-	case observe.Fast:
-		return "fast"
-	case observe.Fair:
-		return "fair"
-	}
-	return "unknown"
-}
-
-// opValue is an operation's value of baton.lock.op.
-func opValue(o observe.Op) string {
-	switch o {
-	case observe.Lock:
-		return "lock"
-	case observe.TryLock:
-		return "trylock"
-	case observe.Modify:
-		return "modify"
-	case observe.Unlock:
-		return "unlock"
-	case observe.Extend:
-		return "extend"
-	case observe.Commit:
-		return "commit"
-	case observe.Release:
-		return "release"
-	}
-	return "unknown"
-}
+// The values of baton.lock.mode and baton.lock.op are observe's names of
+// modes and operations (Mode.String, Op.String), single words all; how a
+// lease was obtained and why it ended are spelt apart below, since
+// observe's names of those have spaces.
 
 // howValue is how's value of baton.lock.how.
 func howValue(h observe.How) string {
@@ -99,10 +72,10 @@ type attrs struct {
 // list appends the attributes to kvs.
 func (a attrs) list(kvs []attribute.KeyValue) []attribute.KeyValue {
 	if a.mode != 0 {
-		kvs = append(kvs, attrMode.String(modeValue(a.mode)))
+		kvs = append(kvs, attrMode.String(a.mode.String()))
 	}
 	if a.op != 0 {
-		kvs = append(kvs, attrOp.String(opValue(a.op)))
+		kvs = append(kvs, attrOp.String(a.op.String()))
 	}
 	if a.how != 0 {
 		kvs = append(kvs, attrHow.String(howValue(a.how)))

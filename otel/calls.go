@@ -40,7 +40,7 @@ func (o *Observer) callBegan(e observe.Event) {
 	}
 	name, ok := spanNames[e.Op]
 	if !ok {
-		name = "baton." + opValue(e.Op)
+		name = "baton." + e.Op.String()
 	}
 	parent := e.Context
 	if parent == nil {
