@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/batonlock/baton/resp"
 )
 
 // SentinelMaster is the name under which a Sentinels' sentinels know
@@ -27,6 +29,28 @@ type Sentinels struct {
 // sees its failover within seconds.
 const sentinelDownAfter = 500 * time.Millisecond
 
+// SentinelNodeConf are the redis.conf lines of the data nodes of a
+// Sentinel deployment that this package starts, and that the integration
+// suite gives its containers: a replica's full sync (a new replica, an old
+// primary that comes back as one) starts at once and goes through memory,
+// where the default waits 5s for more replicas to join it.
+var SentinelNodeConf = []string{
+	"repl-diskless-sync yes",
+	"repl-diskless-sync-delay 0",
+}
+
+// SentinelConf are the lines of a sentinel's configuration that watch
+// the primary at host:port as SentinelMaster, with the quorum of a
+// majority of sentinels, taking it for down after sentinelDownAfter of
+// silence.
+func SentinelConf(host string, port, sentinels int) []string {
+	return []string{
+		fmt.Sprintf("sentinel monitor %s %s %d %d", SentinelMaster, host, port, sentinels/2+1),
+		fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMaster, sentinelDownAfter.Milliseconds()),
+		fmt.Sprintf("sentinel failover-timeout %s 5000", SentinelMaster),
+	}
+}
+
 // StartSentinels starts a primary, replicas replicas of it and sentinels
 // sentinels (redis-sentinel from PATH) that watch it with a quorum of a
 // majority, and returns once every sentinel knows the primary, each
@@ -40,181 +64,82 @@ func StartSentinels(replicas, sentinels int, sentinelConfig ...string) (*Sentine
 		s.Stop()
 		return nil, fmt.Errorf("redisproc: sentinels: %w", err)
 	}
-	primary, err := Start()
+	primary, err := Start(WithConfig(SentinelNodeConf...))
 	if err != nil {
 		return fail(err)
 	}
 	s.Nodes = append(s.Nodes, primary)
-	host, port := "127.0.0.1", strconv.Itoa(primary.port)
 	for range replicas {
-		r, err := Start(WithConfig("replicaof " + host + " " + port))
+		r, err := Start(WithConfig(SentinelNodeConf...), WithConfig(replicaOf(primary)))
 		if err != nil {
 			return fail(err)
 		}
 		s.Nodes = append(s.Nodes, r)
 	}
-	quorum := sentinels/2 + 1
 	for range sentinels {
-		sn, err := Start(WithBinary("redis-sentinel"), WithConfig(
-			fmt.Sprintf("sentinel monitor %s %s %s %d", SentinelMaster, host, port, quorum),
-			fmt.Sprintf("sentinel down-after-milliseconds %s %d", SentinelMaster, sentinelDownAfter.Milliseconds()),
-			fmt.Sprintf("sentinel failover-timeout %s 5000", SentinelMaster),
-			strings.Join(sentinelConfig, "\n"),
-		))
+		sn, err := Start(WithBinary("redis-sentinel"),
+			WithConfig(SentinelConf("127.0.0.1", primary.port, sentinels)...),
+			WithConfig(strings.Join(sentinelConfig, "\n")))
 		if err != nil {
 			return fail(err)
 		}
 		s.Sentinels = append(s.Sentinels, sn)
 	}
-	if err := s.waitKnown(30 * time.Second); err != nil {
+	if err := s.deployment().WaitKnown(30 * time.Second); err != nil {
 		return fail(err)
 	}
 	return s, nil
 }
 
-// waitKnown waits until every sentinel knows the replicas and the other
-// sentinels, and every replica has synced with the primary.
-func (s *Sentinels) waitKnown(timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := s.known()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("not settled after %v: %w", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+// replicaOf is the redis.conf line that makes a node a replica of p.
+func replicaOf(p *Server) string { return "replicaof 127.0.0.1 " + strconv.Itoa(p.port) }
 
-func (s *Sentinels) known() error {
-	for _, sn := range s.live() {
-		v, err := sn.Do("SENTINEL", "REPLICAS", SentinelMaster)
-		if err != nil {
-			return err
-		}
-		if len(v.Elems) != len(s.Nodes)-1 {
-			return fmt.Errorf("sentinel %s knows %d replicas, want %d", sn.Addr, len(v.Elems), len(s.Nodes)-1)
-		}
-		v, err = sn.Do("SENTINEL", "SENTINELS", SentinelMaster)
-		if err != nil {
-			return err
-		}
-		if len(v.Elems) != len(s.Sentinels)-1 {
-			return fmt.Errorf("sentinel %s knows %d other sentinels, want %d", sn.Addr, len(v.Elems), len(s.Sentinels)-1)
-		}
-	}
+// deployment is s as SentinelDeployment's checks see it: a data node is
+// live while its process runs, a sentinel while it runs unfrozen.
+func (s *Sentinels) deployment() SentinelDeployment {
+	var d SentinelDeployment
 	for _, n := range s.Nodes {
-		if !n.running() {
-			continue
-		}
-		role, err := n.Do("ROLE")
-		if err != nil {
-			return err
-		}
-		if len(role.Elems) > 3 && role.Elems[0].Str == "slave" && role.Elems[3].Str != "connected" {
-			return fmt.Errorf("replica %s is %s", n.Addr, role.Elems[3].Str)
-		}
+		d.Nodes = append(d.Nodes, SentinelMember{Addr: n.Addr, Password: n.password, Live: n.running})
 	}
-	return nil
-}
-
-// replicatingFrom reports an error unless every running node but primary
-// is a replica of it, connected.
-func (s *Sentinels) replicatingFrom(primary *Server) error {
-	for _, n := range s.Nodes {
-		if n == primary || !n.running() {
-			continue
-		}
-		role, err := n.Do("ROLE")
-		if err != nil {
-			return err
-		}
-		e := role.Elems
-		if len(e) < 4 || e[0].Str != "slave" || e[2].Int != int64(primary.port) || e[3].Str != "connected" {
-			return fmt.Errorf("%s is not yet a connected replica of %s: %v", n.Addr, primary.Addr, role)
-		}
+	for _, sn := range s.Sentinels {
+		d.Sentinels = append(d.Sentinels, SentinelMember{Addr: sn.Addr, Password: sn.password, Live: sn.answering})
 	}
-	return nil
+	return d
 }
 
 // URL is the address that reaches the primary through the sentinels:
 // redis+sentinel://<sentinel>,<sentinel>,.../mymaster.
 func (s *Sentinels) URL() string {
-	addrs := make([]string, len(s.Sentinels))
-	for i, sn := range s.Sentinels {
-		addrs[i] = sn.Addr
-	}
-	return "redis+sentinel://" + strings.Join(addrs, ",") + "/" + SentinelMaster
+	return s.deployment().URL()
 }
 
-// Primary is the data node that every running sentinel names as the primary and
-// that says it is one (ROLE), or an error if they do not agree yet.
+// Primary is the data node that every running sentinel names as the
+// primary and that says it is one (ROLE), or an error if they do not
+// agree yet.
 func (s *Sentinels) Primary() (*Server, error) {
-	var named string
-	for _, sn := range s.live() {
-		v, err := sn.Do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster)
-		if err != nil {
-			return nil, err
-		}
-		if len(v.Elems) != 2 {
-			return nil, fmt.Errorf("sentinel %s names no primary", sn.Addr)
-		}
-		addr := net.JoinHostPort(v.Elems[0].Str, v.Elems[1].Str)
-		if named != "" && addr != named {
-			return nil, fmt.Errorf("the sentinels name %s and %s", named, addr)
-		}
-		named = addr
+	i, err := s.deployment().Primary()
+	if err != nil {
+		return nil, err
 	}
-	for _, n := range s.Nodes {
-		if n.Addr != named {
-			continue
-		}
-		role, err := n.Do("ROLE")
-		if err != nil {
-			return nil, err
-		}
-		if len(role.Elems) == 0 || role.Elems[0].Str != "master" {
-			return nil, fmt.Errorf("%s, named the primary, is a %s", named, role.Elems[0].Str)
-		}
-		return n, nil
-	}
-	return nil, fmt.Errorf("the sentinels name %s, none of the nodes", named)
+	return s.Nodes[i], nil
 }
 
 // Failover has the sentinels promote a replica (SENTINEL FAILOVER) and
 // waits until every sentinel names it and it says it is the primary, and
-// the other nodes replicate from it.
+// the other nodes replicate from it. The old primary, alive, is among
+// them only once the sentinels have turned it into a replica, about ten
+// seconds after the promotion.
 func (s *Sentinels) Failover(timeout time.Duration) (*Server, error) {
-	old, err := s.Primary()
+	i, err := s.deployment().Failover(timeout)
 	if err != nil {
 		return nil, err
 	}
-	live := s.live()
-	if len(live) == 0 {
-		return nil, errors.New("redisproc: no sentinel runs")
-	}
-	if _, err := live[0].Do("SENTINEL", "FAILOVER", SentinelMaster); err != nil {
-		return nil, err
-	}
-	return s.waitPrimary(old, timeout)
-}
-
-// live is the sentinels whose process runs: a test may have stopped some.
-func (s *Sentinels) live() []*Server {
-	var live []*Server
-	for _, sn := range s.Sentinels {
-		if sn.running() {
-			live = append(live, sn)
-		}
-	}
-	return live
+	return s.Nodes[i], nil
 }
 
 // KillPrimary crashes the primary (SIGKILL: it tells nobody) and returns
 // it once its process has exited; it stays down. WaitFailover waits for
-// the sentinels to replace it.
+// the sentinels to replace it, and RestartReplica brings it back.
 func (s *Sentinels) KillPrimary() (*Server, error) {
 	old, err := s.Primary()
 	if err != nil {
@@ -229,31 +154,55 @@ func (s *Sentinels) KillPrimary() (*Server, error) {
 // WaitFailover waits, up to timeout, until a node other than old is the
 // settled primary, which it returns.
 func (s *Sentinels) WaitFailover(old *Server, timeout time.Duration) (*Server, error) {
-	return s.waitPrimary(old, timeout)
+	i, err := s.deployment().WaitPrimary(s.index(old), timeout)
+	if err != nil {
+		return nil, err
+	}
+	return s.Nodes[i], nil
 }
 
-// waitPrimary waits until a node other than old is the settled primary:
-// the sentinels name it, and every other node replicates from it.
-func (s *Sentinels) waitPrimary(old *Server, timeout time.Duration) (*Server, error) {
-	deadline := time.Now().Add(timeout)
-	for {
-		p, err := s.Primary()
-		if err == nil && p != old {
-			if err = s.known(); err == nil {
-				err = s.replicatingFrom(p)
-			}
-			if err == nil {
-				return p, nil
-			}
-		}
-		if err == nil {
-			err = errors.New("the old primary is still named")
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("redisproc: no new primary after %v: %w", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+// RestartReplica starts n, a data node that was killed, again as a
+// replica of the primary the sentinels name now, as the init scripts of
+// common deployments (the Helm charts') start a node that comes back,
+// and returns once every node replicates from that primary. Without
+// persistence, the node comes back empty; started as a primary, it would
+// be one, empty, until the sentinels turn it into a replica some ten
+// seconds later.
+func (s *Sentinels) RestartReplica(n *Server, timeout time.Duration) error {
+	if s.index(n) < 0 {
+		return fmt.Errorf("redisproc: RestartReplica: %s is not a data node", n.Addr)
 	}
+	d := s.deployment()
+	i, err := d.Primary()
+	if err != nil {
+		return fmt.Errorf("redisproc: RestartReplica %s: %w", n.Addr, err)
+	}
+	if s.Nodes[i] == n {
+		return fmt.Errorf("redisproc: RestartReplica: %s is the primary", n.Addr)
+	}
+	err = n.restartWith(func(lines []string) []string {
+		var kept []string
+		for _, l := range lines {
+			if !strings.HasPrefix(l, "replicaof ") {
+				kept = append(kept, l)
+			}
+		}
+		return append(kept, replicaOf(s.Nodes[i]))
+	})
+	if err != nil {
+		return fmt.Errorf("redisproc: RestartReplica %s: %w", n.Addr, err)
+	}
+	return d.WaitSettled(i, timeout)
+}
+
+// index is n's index in s.Nodes, or -1.
+func (s *Sentinels) index(n *Server) int {
+	for i, m := range s.Nodes {
+		if m == n {
+			return i
+		}
+	}
+	return -1
 }
 
 // Stop stops every process.
@@ -264,4 +213,238 @@ func (s *Sentinels) Stop() {
 	for _, n := range s.Nodes {
 		n.Stop()
 	}
+}
+
+// SentinelMember is a data node or a sentinel of a Sentinel deployment as
+// SentinelDeployment's checks see it: an address to ask, not a process.
+type SentinelMember struct {
+	// Addr is its host:port: where this process reaches it, and, for a
+	// data node, the address the sentinels and the other nodes know it
+	// by.
+	Addr string
+	// Password, unless "", is sent with AUTH first.
+	Password string
+	// Live reports whether it can be asked now: it runs and is not
+	// frozen. The checks leave out one that is not. Nil means always.
+	Live func() bool
+}
+
+func (m SentinelMember) live() bool { return m.Live == nil || m.Live() }
+
+// do sends one command to m, turning an error reply into an error.
+func (m SentinelMember) do(args ...string) (resp.Value, error) {
+	v, err := Do(m.Addr, m.Password, args...)
+	if err == nil {
+		err = v.Err()
+	}
+	if err != nil {
+		return resp.Value{}, fmt.Errorf("%s: %q: %w", m.Addr, args, err)
+	}
+	return v, nil
+}
+
+// SentinelDeployment is a Redis Sentinel deployment given by address: the
+// checks and the failover that Sentinels runs on its own processes, for
+// deployments this package did not start (containers, say), so that both
+// are judged by the same rules.
+type SentinelDeployment struct {
+	Nodes     []SentinelMember // the data nodes
+	Sentinels []SentinelMember
+}
+
+// URL is the address that reaches the primary through the sentinels:
+// redis+sentinel://<sentinel>,<sentinel>,.../mymaster.
+func (d SentinelDeployment) URL() string {
+	addrs := make([]string, len(d.Sentinels))
+	for i, sn := range d.Sentinels {
+		addrs[i] = sn.Addr
+	}
+	return "redis+sentinel://" + strings.Join(addrs, ",") + "/" + SentinelMaster
+}
+
+// live is the sentinels that can be asked now.
+func (d SentinelDeployment) live() []SentinelMember {
+	var live []SentinelMember
+	for _, sn := range d.Sentinels {
+		if sn.live() {
+			live = append(live, sn)
+		}
+	}
+	return live
+}
+
+// Named is the address of the primary that every live sentinel names,
+// or an error if they do not agree.
+func (d SentinelDeployment) Named() (string, error) {
+	var named string
+	for _, sn := range d.live() {
+		v, err := sn.do("SENTINEL", "GET-MASTER-ADDR-BY-NAME", SentinelMaster)
+		if err != nil {
+			return "", err
+		}
+		if len(v.Elems) != 2 {
+			return "", fmt.Errorf("sentinel %s names no primary", sn.Addr)
+		}
+		addr := net.JoinHostPort(v.Elems[0].Str, v.Elems[1].Str)
+		if named != "" && addr != named {
+			return "", fmt.Errorf("the sentinels name %s and %s", named, addr)
+		}
+		named = addr
+	}
+	if named == "" {
+		return "", errors.New("no sentinel can be asked")
+	}
+	return named, nil
+}
+
+// Primary is the index of the data node that every live sentinel names
+// as the primary and that says it is one (ROLE), or an error if they do
+// not agree yet.
+func (d SentinelDeployment) Primary() (int, error) {
+	named, err := d.Named()
+	if err != nil {
+		return -1, err
+	}
+	for i, n := range d.Nodes {
+		if n.Addr != named {
+			continue
+		}
+		role, err := n.do("ROLE")
+		if err != nil {
+			return -1, err
+		}
+		if len(role.Elems) == 0 || role.Elems[0].Str != "master" {
+			return -1, fmt.Errorf("%s, named the primary, is not one: %v", named, role)
+		}
+		return i, nil
+	}
+	return -1, fmt.Errorf("the sentinels name %s, none of the nodes", named)
+}
+
+// WaitKnown waits until every live sentinel knows every replica and
+// every other sentinel, and every live replica has synced.
+func (d SentinelDeployment) WaitKnown(timeout time.Duration) error {
+	return settle(timeout, d.known)
+}
+
+func (d SentinelDeployment) known() error {
+	for _, sn := range d.live() {
+		v, err := sn.do("SENTINEL", "REPLICAS", SentinelMaster)
+		if err != nil {
+			return err
+		}
+		if len(v.Elems) != len(d.Nodes)-1 {
+			return fmt.Errorf("sentinel %s knows %d replicas, want %d", sn.Addr, len(v.Elems), len(d.Nodes)-1)
+		}
+		v, err = sn.do("SENTINEL", "SENTINELS", SentinelMaster)
+		if err != nil {
+			return err
+		}
+		if len(v.Elems) != len(d.Sentinels)-1 {
+			return fmt.Errorf("sentinel %s knows %d other sentinels, want %d", sn.Addr, len(v.Elems), len(d.Sentinels)-1)
+		}
+	}
+	for _, n := range d.Nodes {
+		if !n.live() {
+			continue
+		}
+		role, err := n.do("ROLE")
+		if err != nil {
+			return err
+		}
+		if len(role.Elems) > 3 && role.Elems[0].Str == "slave" && role.Elems[3].Str != "connected" {
+			return fmt.Errorf("replica %s is %s", n.Addr, role.Elems[3].Str)
+		}
+	}
+	return nil
+}
+
+// replicatingFrom reports an error unless every live node but the
+// primary, Nodes[primary], is a connected replica of it.
+func (d SentinelDeployment) replicatingFrom(primary int) error {
+	for i, n := range d.Nodes {
+		if i == primary || !n.live() {
+			continue
+		}
+		role, err := n.do("ROLE")
+		if err != nil {
+			return err
+		}
+		e := role.Elems
+		if len(e) < 4 || e[0].Str != "slave" || net.JoinHostPort(e[1].Str, strconv.FormatInt(e[2].Int, 10)) != d.Nodes[primary].Addr || e[3].Str != "connected" {
+			return fmt.Errorf("%s is not yet a connected replica of %s: %v", n.Addr, d.Nodes[primary].Addr, role)
+		}
+	}
+	return nil
+}
+
+// WaitSettled waits, up to timeout, until Nodes[primary] is the primary
+// every live sentinel names, they know every node and each other, and
+// every other live node is a connected replica of it.
+func (d SentinelDeployment) WaitSettled(primary int, timeout time.Duration) error {
+	return settle(timeout, func() error {
+		p, err := d.Primary()
+		if err == nil && p != primary {
+			err = fmt.Errorf("the primary is %s, not %s", d.Nodes[p].Addr, d.Nodes[primary].Addr)
+		}
+		if err == nil {
+			err = d.known()
+		}
+		if err == nil {
+			err = d.replicatingFrom(primary)
+		}
+		return err
+	})
+}
+
+// Failover has a live sentinel promote a replica (SENTINEL FAILOVER) and
+// waits, up to timeout, until it is the settled primary (WaitPrimary),
+// whose index it returns.
+func (d SentinelDeployment) Failover(timeout time.Duration) (int, error) {
+	old, err := d.Primary()
+	if err != nil {
+		return -1, err
+	}
+	live := d.live()
+	if len(live) == 0 {
+		return -1, errors.New("redisproc: no sentinel runs")
+	}
+	if _, err := live[0].do("SENTINEL", "FAILOVER", SentinelMaster); err != nil {
+		return -1, err
+	}
+	return d.WaitPrimary(old, timeout)
+}
+
+// WaitPrimary waits, up to timeout, until a node other than Nodes[old]
+// is the settled primary: the live sentinels name it, it says it is one,
+// they know every node and each other, and every other live node
+// replicates from it. It returns its index.
+func (d SentinelDeployment) WaitPrimary(old int, timeout time.Duration) (int, error) {
+	primary := -1
+	err := settle(timeout, func() error {
+		p, err := d.Primary()
+		if err == nil && p == old {
+			err = errors.New("the old primary is still named")
+		}
+		if err == nil {
+			err = d.known()
+		}
+		if err == nil {
+			err = d.replicatingFrom(p)
+		}
+		primary = p
+		return err
+	})
+	if err != nil {
+		return -1, fmt.Errorf("redisproc: no new primary: %w", err)
+	}
+	return primary, nil
+}
+
+// settle is poll, its error saying how long it waited.
+func settle(timeout time.Duration, check func() error) error {
+	if err := poll(timeout, check); err != nil {
+		return fmt.Errorf("not settled after %v: %w", timeout, err)
+	}
+	return nil
 }

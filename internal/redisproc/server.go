@@ -45,7 +45,7 @@ type Server struct {
 	dir      string      // temporary: config, log, socket, certificates, data
 	confPath string      // the file is rewritten by each boot, under mu
 	logPath  string      // every run appends to it
-	lines    []string    // from WithConfig
+	lines    []string    // from WithConfig; replaced by restartWith, under mu
 	password string      // from a requirepass line, for Do
 	cluster  clusterMode // from WithCluster, or StartCluster's
 	tls      *TLSFiles   // nil without WithTLS
@@ -178,6 +178,21 @@ func (s *Server) Stop() {
 func (s *Server) Restart() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	return s.restart()
+}
+
+// restartWith is Restart with the WithConfig lines that edit makes of
+// them, from now on: a node of Sentinels that comes back as a replica of
+// another primary than it was started with.
+func (s *Server) restartWith(edit func(lines []string) []string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lines = edit(s.lines)
+	return s.restart()
+}
+
+// restart is Restart; the caller holds s.mu.
+func (s *Server) restart() error {
 	if s.stopped {
 		return ErrStopped
 	}

@@ -74,3 +74,13 @@ func (s *Sentinels) Failover(t testing.TB, timeout time.Duration) *Server {
 	}
 	return &Server{p}
 }
+
+// RestartReplica starts n, a data node that was killed, again as a
+// replica of the primary the sentinels name now, and waits, up to
+// timeout, until every node replicates from that primary.
+func (s *Sentinels) RestartReplica(t testing.TB, n *Server, timeout time.Duration) {
+	t.Helper()
+	if err := s.Sentinels.RestartReplica(n.Server, timeout); err != nil {
+		t.Fatal(err)
+	}
+}
