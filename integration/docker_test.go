@@ -77,6 +77,10 @@ func dockerBackend(pool *dockertest.Pool, image, about string) *backend {
 			t.Helper()
 			return startDockerCluster(t, pool, image, primaries, replicasEach)
 		},
+		startSentinels: func(t *testing.T) sentinelsUnderTest {
+			t.Helper()
+			return startDockerSentinels(t, pool, image)
+		},
 	}
 }
 

@@ -55,7 +55,11 @@ type backend struct {
 	// replicasEach replicas, and returns once it is healthy; it is
 	// removed when the test ends.
 	startCluster func(t *testing.T, primaries, replicasEach int) clusterUnderTest
-	broken       error // set when this backend cannot start servers: its tests fail with it
+	// startSentinels starts a primary with two replicas and three
+	// sentinels that watch it, and returns once the sentinels know them
+	// all; they are removed when the test ends.
+	startSentinels func(t *testing.T) sentinelsUnderTest
+	broken         error // set when this backend cannot start servers: its tests fail with it
 }
 
 // forEachBackend runs f as a subtest per backend of this run, named by
@@ -103,6 +107,7 @@ func processBackend(about string) *backend {
 			}
 			return processServer{redistest.Start(t, opts...)}
 		},
-		startCluster: startProcessCluster,
+		startCluster:   startProcessCluster,
+		startSentinels: startProcessSentinels,
 	}
 }
