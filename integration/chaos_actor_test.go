@@ -17,7 +17,7 @@ import (
 // Dir/Proc.chaos. The test's own process and each worker get one.
 type chaosPlan struct {
 	Addr   string       `json:"addr"`
-	Ack    bool         `json:"ack"` // WithReplicaAck(1, ackTimeout): a cluster's failovers lose nothing
+	Acks   int          `json:"acks"` // WithReplicaAck(Acks, ackTimeout) unless 0: a failover loses nothing
 	Fair   bool         `json:"fair"`
 	Keys   []string     `json:"keys"`
 	Actors []chaosActor `json:"actors"`
@@ -180,8 +180,8 @@ func (p *chaosProc) lockOptions(ttl time.Duration) []lock.Option {
 	if p.plan.Fair {
 		opts = append(opts, lock.WithFair())
 	}
-	if p.plan.Ack {
-		opts = append(opts, lock.WithReplicaAck(1, ackTimeout))
+	if p.plan.Acks > 0 {
+		opts = append(opts, lock.WithReplicaAck(p.plan.Acks, ackTimeout))
 	}
 	return opts
 }

@@ -58,10 +58,7 @@ func (f *faulter) run(until time.Time) {
 		if f.psub != nil && time.Now().After(f.psubEnd) {
 			f.endPsub()
 		}
-		faults := chaosFaults
-		if f.target.cluster != nil {
-			faults = append(append([]weighted[string](nil), chaosFaults...), chaosClusterFaults...)
-		}
+		faults := append(append([]weighted[string](nil), chaosFaults...), f.target.faults...)
 		f.inject(pick(f.rng, faults...))
 	}
 }
@@ -74,11 +71,10 @@ func (f *faulter) inject(kind string) {
 		r.Note += " on " + f.addr
 	}
 	var err error
+	if strike := f.target.strike[kind]; strike != nil {
+		r.Note = kind + " " + strike(f)
+	}
 	switch kind {
-	case "reshard":
-		r.Note = kind + " " + f.reshard(f.rng)
-	case "failover":
-		r.Note = kind + " " + f.failover(f.rng)
 	case "kill-normal":
 		_, err = doAt(f.addr, "CLIENT", "KILL", "TYPE", "normal")
 	case "kill-addr":

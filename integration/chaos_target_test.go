@@ -6,15 +6,24 @@ import (
 	"time"
 )
 
-// chaosTarget is what a chaos round runs on: one server, or a Redis
-// Cluster, whose faults include a slow reshard and a failover.
+// chaosTarget is what a chaos round runs on: one server, a Redis
+// Cluster, whose faults include a slow reshard and a failover, or a
+// Sentinel deployment, whose faults include a failover.
 type chaosTarget struct {
 	addr string // what lock.Open takes
 	// at returns the address of the node that serves key's lock now.
 	at func(key string) string
-	// nodes returns the address of every live node.
+	// nodes returns the address of every live data node, which the
+	// faults of one server strike.
 	nodes   func() []string
-	cluster clusterUnderTest // nil on one server
+	cluster clusterUnderTest // nil but on a cluster
+	// acks is the n of the Lockers' WithReplicaAck, 0 for none.
+	acks int
+	// faults are the target's own faults, by weight, added to those of
+	// one server; strike injects one of them, on the faulter's goroutine,
+	// and describes it for the history.
+	faults []weighted[string]
+	strike map[string]func(f *faulter) string
 }
 
 func serverTarget(addr string) chaosTarget {
@@ -41,6 +50,12 @@ func clusterTarget(t *testing.T, c clusterUnderTest) chaosTarget {
 			return addrs
 		},
 		cluster: c,
+		acks:    1,
+		faults:  chaosClusterFaults,
+		strike: map[string]func(f *faulter) string{
+			"reshard":  func(f *faulter) string { return f.reshard(f.rng) },
+			"failover": func(f *faulter) string { return f.failover(f.rng) },
+		},
 	}
 }
 

@@ -178,7 +178,7 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 	// The wall clock less the shared clock, to date fencing tokens.
 	wallOffset := time.Now().UnixNano() - now()
 	procPlan := func(proc string, actors []chaosActor, i uint64) chaosPlan {
-		return chaosPlan{Addr: target.addr, Ack: target.cluster != nil, Fair: run.fair, Keys: keys, Actors: actors, Seed: seedFor(run.seed, run.variant, uint64(round), i),
+		return chaosPlan{Addr: target.addr, Acks: target.acks, Fair: run.fair, Keys: keys, Actors: actors, Seed: seedFor(run.seed, run.variant, uint64(round), i),
 			Until: until.UnixNano(), Dir: dir, Proc: proc}
 	}
 	t.Logf("round %d: %v, actors %v", round, plan.length, plan.actors)

@@ -96,7 +96,21 @@
 // faults: a reshard of a round key's slot that leaves it open up to 1.5s
 // (TRYAGAIN meanwhile), and a failover of a round key's primary (a
 // SIGKILL, the replica's promotion, the node's return); the other faults
-// strike a node picked at random.
+// strike a node picked at random. TestChaosThroughSentinels (not under
+// -short) runs them through a redis+sentinel URL on a primary with two
+// replicas and three sentinels, with WithReplicaAck(1), adding a killed
+// primary (promoted replica, the node back as its replica) and a frozen
+// sentinel to the faults.
+//
+// Sentinel. Each backend also starts a primary with two replicas watched
+// by three sentinels: processes, or containers on a network of their own,
+// each node and sentinel announcing its address there.
+// TestAFailoverThroughSentinelsDuringContention runs the contention
+// workload through the sentinels across a failover forced with SENTINEL
+// FAILOVER (WithReplicaAck of both replicas) and a killed primary (of
+// one), logging the time from the failover to the first Lock on the new
+// primary; without the acknowledgement it logs what was lost. Under
+// -short only the forced failover, acknowledged, in fast mode.
 //
 //	make integration                               # the whole suite
 //	BATON_REDIS_IMAGE=valkey/valkey:8 make integration

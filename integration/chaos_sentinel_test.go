@@ -1,0 +1,81 @@
+package integration_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+// TestChaosThroughSentinels is TestChaos through a redis+sentinel URL, on
+// a primary with two replicas watched by three sentinels, whose faults
+// add, to those of one server (each on a data node picked at random, never
+// a sentinel), a failover (the primary killed, a replica promoted by the
+// sentinels, the killed node back as a replica of its successor) and a
+// sentinel frozen for up to 2s, which clients that ask it must pass over.
+// Its Lockers acknowledge every write on a replica (WithReplicaAck(1)),
+// enough for a killed primary to lose nothing (see killedPrimary), so
+// that every check holds. A failover forced with SENTINEL FAILOVER is not
+// among the faults: the old primary stays a primary, with its clients,
+// for about ten seconds, and releases that reach it in that time cannot
+// be acknowledged by both replicas (which that failover needs, see
+// forcedFailover), so their locks stay until their TTL, past a round's
+// end (TestAFailoverThroughSentinelsDuringContention covers it). It runs
+// in make integration, not under -short.
+func TestChaosThroughSentinels(t *testing.T) {
+	if testing.Short() {
+		t.Skip("make integration runs it")
+	}
+	chaosBothModes(t, 4, func(t *testing.T, b *backend) chaosTarget {
+		return sentinelTarget(t, b.startSentinels(t))
+	})
+}
+
+// The faults a chaos round through sentinels adds, by weight, to those
+// of one server, which strike a live data node picked at random.
+var chaosSentinelFaults = []weighted[string]{
+	{2, "failover"},       // the primary killed, a replica promoted, it back as a replica
+	{2, "pause-sentinel"}, // a sentinel frozen for up to 2s
+}
+
+// sentinelTarget is a chaos target on s, whose methods that take t must
+// run on the test's goroutine: the faulter's does.
+func sentinelTarget(t *testing.T, s sentinelsUnderTest) chaosTarget {
+	// When the last sentinel frozen thaws: a failover waits for it, so
+	// that every sentinel can be asked what it names.
+	var thawed time.Time
+	return chaosTarget{
+		addr: s.URL(),
+		at: func(string) string {
+			time.Sleep(time.Until(thawed))
+			return s.Primary(t).Addr()
+		},
+		nodes: func() []string {
+			var addrs []string
+			for _, n := range s.Live() {
+				addrs = append(addrs, n.Addr())
+			}
+			return addrs
+		},
+		acks:   killedPrimary.acks,
+		faults: chaosSentinelFaults,
+		strike: map[string]func(f *faulter) string{
+			"failover": func(f *faulter) string {
+				// A replica paused so (Redis 7.0) acknowledges writes it has
+				// read but not applied, which the promotion would lose.
+				time.Sleep(max(time.Until(f.pausedUntil), time.Until(thawed)))
+				old := s.KillPrimary(t)
+				promoted := s.WaitFailover(t, old)
+				s.RestartReplica(t, old)
+				return fmt.Sprintf("%s killed, %s promoted", old.Addr(), promoted.Addr())
+			},
+			"pause-sentinel": func(f *faulter) string {
+				time.Sleep(time.Until(thawed))
+				i := f.rng.IntN(len(s.Sentinels()))
+				d := time.Duration(100+f.rng.IntN(1900)) * time.Millisecond
+				s.PauseSentinel(t, i, d)
+				thawed = time.Now().Add(d)
+				return fmt.Sprintf("%s for %v", s.Sentinels()[i], d)
+			},
+		},
+	}
+}
