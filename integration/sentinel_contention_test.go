@@ -40,7 +40,9 @@ var (
 	// machine (loopback, a bridge network) they have, the primary having
 	// written each write to both replicas' sockets before the first
 	// acknowledged it. Across a real network, with a replica that lags,
-	// only every replica's acknowledgement is sure.
+	// only every replica's acknowledgement is sure. Not settled: under
+	// TestChaosThroughSentinels' load, with n = 1, a release and a write
+	// that one replica acknowledged have come back undone after a kill.
 	killedPrimary = sentinelFault{"killed", 1}
 )
 
