@@ -26,6 +26,15 @@ type Client struct {
 	dialing  chan struct{} // guarded by mu: closed when the dial in progress ends
 	failures int           // guarded by mu: dials failed in a row
 	closed   bool          // guarded by mu
+	closing  chan struct{} // closed by Close, to end a wait for a failover
+
+	// Through sentinels (sentinel_watch.go).
+	primary namedPrimary // guarded by mu: what conn was dialled to, as the sentinel named it
+	newest  int64        // guarded by mu: the newest epoch heard of
+	// watching is closed when the watcher returns, and stopWatching
+	// stops it; both nil until the first dial starts it. Guarded by mu.
+	watching     chan struct{}
+	stopWatching context.CancelFunc
 }
 
 // NewClient returns a Client for addr (see Dial for its forms). It checks
@@ -35,7 +44,7 @@ func NewClient(addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{addr: addr, target: t, opts: t.resolve(opts)}, nil
+	return &Client{addr: addr, target: t, opts: t.resolve(opts), closing: make(chan struct{})}, nil
 }
 
 // Addr is the address the Client dials, as given to NewClient.
@@ -135,7 +144,7 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 		if broken != nil {
 			_ = broken.Close() // already failed; this waits for its reader
 		}
-		cn, err := c.dial(ctx, delay)
+		cn, primary, err := c.dial(ctx, delay)
 
 		c.mu.Lock()
 		if err == nil && c.closed {
@@ -149,7 +158,9 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 		close(done)
 		switch {
 		case err == nil:
-			c.conn, c.failures = cn, 0
+			c.conn, c.failures, c.primary = cn, 0, primary
+			c.newest = max(c.newest, primary.epoch)
+			c.watchLocked()
 		case ctx.Err() == nil && !errors.Is(err, ErrClosed):
 			c.failures++
 		}
@@ -171,17 +182,23 @@ func (c *Client) usableLocked() *Conn {
 	return c.conn
 }
 
-func (c *Client) dial(ctx context.Context, delay time.Duration) (*Conn, error) {
+// dial waits delay, then dials; through sentinels, it returns the
+// primary they named too.
+func (c *Client) dial(ctx context.Context, delay time.Duration) (*Conn, namedPrimary, error) {
 	if delay > 0 {
 		t := time.NewTimer(delay)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("conn: redial of %s: %w", c.addr, ctx.Err())
+			return nil, namedPrimary{}, fmt.Errorf("conn: redial of %s: %w", c.addr, ctx.Err())
 		}
 	}
-	return dialTarget(ctx, c.addr, c.target, c.opts)
+	if len(c.target.sentinels) > 0 {
+		return c.dialPrimary(ctx)
+	}
+	cn, err := dialTarget(ctx, c.addr, c.target, c.opts)
+	return cn, namedPrimary{}, err
 }
 
 // backoff is the wait before the next dial: none after a success, then
@@ -200,13 +217,22 @@ func (c *Client) backoff() time.Duration {
 }
 
 // Close closes the current connection and waits for a dial in progress to
-// end (its connection is closed too). Calls after it fail with ErrClosed.
+// end (its connection is closed too), and for the sentinel watcher to
+// stop. Calls after it fail with ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
+	if !c.closed {
+		close(c.closing)
+	}
 	c.closed = true
 	cn, dialing := c.conn, c.dialing
 	c.conn = nil
+	watching, stopWatching := c.watching, c.stopWatching
 	c.mu.Unlock()
+	if stopWatching != nil {
+		stopWatching()
+		<-watching
+	}
 	if dialing != nil {
 		<-dialing
 	}

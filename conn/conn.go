@@ -246,6 +246,14 @@ func (c *Conn) Close() error {
 	return nil
 }
 
+// abort stops the connection with err, as a failure does, without
+// waiting for its goroutines: its Client's next call closes it and dials.
+func (c *Conn) abort(err error) {
+	c.mu.Lock()
+	c.failLocked(err)
+	c.mu.Unlock()
+}
+
 // failLocked stops the connection for good with err: it closes the socket,
 // which ends the reader and any write in progress (so the writer goroutine
 // returns), and settles every call in flight.

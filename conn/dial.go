@@ -33,7 +33,8 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 func dialTarget(ctx context.Context, addr string, t target, o options) (*Conn, error) {
 	addr = urltext.Redacted(addr) // errors travel into logs
 	if len(t.sentinels) > 0 {
-		return dialPrimary(ctx, addr, t, o)
+		c, _, err := dialPrimary(ctx, addr, t, o, 0)
+		return c, err
 	}
 	if o.dialTimeout > 0 {
 		var cancel context.CancelFunc

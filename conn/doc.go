@@ -39,18 +39,33 @@
 //	rediss+sentinel://...   the same, with TLS to the sentinels and the nodes
 //
 // Every dial asks the sentinels, in the order given (port 26379 where
-// none is), for the primary's address (SENTINEL GET-MASTER-ADDR-BY-NAME),
-// dials it and checks with ROLE that it is a primary; a sentinel that
-// does not answer, or that names a node that is not a primary (a sentinel
-// behind a failover), is passed over for the next. A [Client] therefore
-// follows a failover: the sentinels kill the clients of the nodes they
-// reconfigure, and the Client's next dial reaches the new primary. But a
-// primary still alive when it was failed over (SENTINEL FAILOVER, a
-// partition that heals) keeps saying it is one, and keeps its clients,
-// until the sentinels reconfigure it: about ten seconds later on Redis
-// 7.0.15. A Client connected to it writes there meanwhile, and those
-// writes are lost when it becomes a replica; following the sentinels'
-// +switch-master announcement, which would end that, is not done yet. The
+// none is), for the primary's address and its configuration epoch
+// (SENTINEL MASTER), dials it and checks with ROLE that it is a primary;
+// a sentinel that does not answer, or that names a node that is not a
+// primary (a sentinel behind a failover), is passed over for the next,
+// and so, once a Client has heard of a newer epoch, is one that names an
+// older. While the sentinels name a primary that cannot be reached or
+// says it is none, a failover is under way: a Client's dial asks again,
+// paced (50ms, doubling up to 500ms), for as long as the call's context
+// allows, so that a call made during a failover waits for the new primary
+// rather than failing at once. Where no sentinel names a primary at all
+// (none answers, or none knows the name), the dial fails at once.
+//
+// A [Client] follows a failover. The sentinels kill the clients of the
+// nodes they reconfigure, and the Client's next dial reaches the new
+// primary. But a primary still alive when it was failed over (SENTINEL
+// FAILOVER, a partition that heals) keeps saying it is one, and keeps
+// its clients, until the sentinels reconfigure it: about ten seconds
+// later on Redis 7.0.15, and what a client writes there meanwhile is
+// lost. So a Client also keeps a connection to one sentinel subscribed
+// to +switch-master, the announcement of a new primary, and asks that
+// sentinel for the primary when one comes and every 2s besides; an
+// answer that names another node, with an epoch no older than the
+// current connection's, breaks that connection (calls in flight fail
+// with an *UncertainError that matches ErrBroken), and the next call
+// dials the new primary. The watcher starts with the Client's first dial
+// and moves to the next sentinel when its own fails; Close stops it. A
+// Conn from [Dial] asks the sentinels once and does not follow them. The
 // user, password and database are the data nodes', and options such as
 // WithPassword set them; the sentinels, which usually have a password of
 // their own or none, are asked with the sentinel_username and

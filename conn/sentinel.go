@@ -4,18 +4,23 @@ package conn
 // rather than a server. Every dial asks the sentinels for the primary,
 // dials it and checks that it is one, so that a connection broken by a
 // failover (the sentinels kill the clients of the nodes they
-// reconfigure) is dialled again to the new primary.
+// reconfigure) is dialled again to the new primary. A Client also
+// listens to the sentinels' announcements (sentinel_watch.go).
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/batonlock/baton/internal/urltext"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -58,61 +63,179 @@ func (t *target) parseSentinel(u *url.URL) error {
 	return nil
 }
 
-// errNoPrimary is the error of a dial through sentinels that found no
-// primary: no sentinel answered with one, or none that it named said it
-// is one (ROLE). The sentinels' answers are joined to it.
+// errNoPrimary is matched by the error of a dial through sentinels that
+// found no primary: no sentinel answered with one, or none that it named
+// said it is one (ROLE). It is a *noPrimaryError.
 var errNoPrimary = errors.New("conn: no sentinel named a primary that says it is one")
+
+// noPrimaryError is the error of a dial through sentinels that found no
+// primary, with each sentinel's answer.
+type noPrimaryError struct {
+	master string
+	// named is whether some sentinel named a primary, which could not be
+	// reached or said it is none: a failover under way, whose end a
+	// Client waits for (see Client.dialPrimary).
+	named bool
+	errs  []error
+}
+
+func (e *noPrimaryError) Error() string {
+	return fmt.Sprintf("%v (master %q): %v", errNoPrimary, e.master, errors.Join(e.errs...))
+}
+
+// Unwrap gives errNoPrimary and the sentinels' errors, so that errors.Is
+// finds a refused password among them.
+func (e *noPrimaryError) Unwrap() []error { return append([]error{errNoPrimary}, e.errs...) }
+
+// namedPrimary is a sentinel's answer: the primary's address, and the
+// configuration epoch that made it the primary, which every failover
+// raises. A sentinel that lags behind a failover names the old primary
+// with the old epoch.
+type namedPrimary struct {
+	by    string // the sentinel that named it
+	addr  string // host:port
+	epoch int64
+}
 
 // dialPrimary asks each sentinel of t in turn for the primary, dials the
 // first one named and checks that it is a primary; a sentinel that does
 // not answer, or names a node that is not a primary (a failover under
-// way, a sentinel that lags), is passed over for the next.
-func dialPrimary(ctx context.Context, addr string, t target, o options) (*Conn, error) {
-	var errs []error
+// way, a sentinel that lags), is passed over for the next. An answer with
+// an epoch older than newest (the newest a Client has heard of) is tried
+// only once no sentinel gave a newer one that works: the old primary of a
+// failover says it is one until the sentinels reconfigure it, seconds
+// later.
+func dialPrimary(ctx context.Context, addr string, t target, o options, newest int64) (*Conn, namedPrimary, error) {
+	var (
+		none   = &noPrimaryError{master: t.master}
+		behind []namedPrimary
+	)
 	for _, sentinel := range t.sentinels {
-		primary, err := askSentinel(ctx, sentinel, t, o)
+		p, err := askSentinel(ctx, sentinel, t, o)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("sentinel %s: %w", sentinel, err))
+			none.errs = append(none.errs, fmt.Errorf("sentinel %s: %w", sentinel, err))
 			continue
 		}
-		node := t
-		node.sentinels, node.address = nil, primary
-		node.serverName, _, _ = net.SplitHostPort(primary)
-		no := o
-		if no.tlsConfig != nil && no.tlsConfig.ServerName == "" {
-			no.tlsConfig = no.tlsConfig.Clone()
-			no.tlsConfig.ServerName = node.serverName
-		}
-		c, err := dialTarget(ctx, addr, node, no)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("sentinel %s named %s: %w", sentinel, primary, err))
+		none.named = true
+		if p.epoch < newest {
+			behind = append(behind, p)
 			continue
 		}
-		if err := checkPrimary(ctx, c, o.dialTimeout); err != nil {
-			_ = c.Close()
-			errs = append(errs, fmt.Errorf("sentinel %s named %s: %w", sentinel, primary, err))
-			continue
+		if c, err := dialNamed(ctx, addr, t, o, p); err == nil {
+			return c, p, nil
+		} else {
+			none.errs = append(none.errs, err)
 		}
-		return c, nil
+	}
+	slices.SortStableFunc(behind, func(a, b namedPrimary) int { return cmp.Compare(b.epoch, a.epoch) })
+	for _, p := range behind {
+		if c, err := dialNamed(ctx, addr, t, o, p); err == nil {
+			return c, p, nil
+		} else {
+			none.errs = append(none.errs, fmt.Errorf("%w (epoch %d, behind %d)", err, p.epoch, newest))
+		}
 	}
 	if err := ctx.Err(); err != nil {
-		errs = append(errs, err)
+		none.errs = append(none.errs, err)
 	}
-	return nil, fmt.Errorf("%w (master %q): %w", errNoPrimary, t.master, errors.Join(errs...))
+	return nil, namedPrimary{}, none
 }
 
-// askSentinel asks the sentinel at addr for the address of t's primary,
-// within the dial timeout. Sentinels are reached with the address's TLS
-// setting and their own credentials (sentinel_username and
-// sentinel_password), never the data nodes' or their database.
-func askSentinel(ctx context.Context, addr string, t target, o options) (string, error) {
-	if o.dialTimeout > 0 {
-		// A sentinel that accepts and never answers must not hold the
-		// dial past its timeout: the next one may answer.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.dialTimeout)
-		defer cancel()
+// The pauses between the dials of a Client that waits for a failover to
+// end: from the first to the longest, doubling.
+const (
+	firstFailoverPause = 50 * time.Millisecond
+	maxFailoverPause   = 500 * time.Millisecond
+)
+
+// dialPrimary dials the primary the sentinels name. While they name one
+// that cannot be reached or says it is none, a failover is under way (or
+// a sentinel lags): it asks again, paced, for as long as ctx allows, as
+// a cluster's calls wait out CLUSTERDOWN, so that a call or a release
+// made during a failover lands on the new primary rather than failing at
+// once. Where no sentinel names a primary at all (none answers, none
+// knows the name), it fails at once: the address is wrong, not the
+// moment. Close ends the wait.
+func (c *Client) dialPrimary(ctx context.Context) (*Conn, namedPrimary, error) {
+	addr := urltext.Redacted(c.addr)
+	pause := firstFailoverPause
+	var last *noPrimaryError // the answers of the last dial that ended of itself
+	ended := func(none *noPrimaryError) error {
+		if last == nil {
+			return none // the ctx's error is among its own
+		}
+		last.errs = append(last.errs, ctx.Err())
+		return last
 	}
+	for {
+		c.mu.Lock()
+		newest := c.newest
+		c.mu.Unlock()
+		cn, p, err := dialPrimary(ctx, addr, c.target, c.opts, newest)
+		var none *noPrimaryError
+		switch {
+		case !errors.As(err, &none):
+			return cn, p, err
+		case ctx.Err() != nil:
+			return nil, namedPrimary{}, ended(none)
+		case !none.named:
+			return nil, namedPrimary{}, none
+		}
+		last = none
+		t := time.NewTimer(pause)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return nil, namedPrimary{}, ended(none)
+		case <-c.closing:
+			t.Stop()
+			return nil, namedPrimary{}, ErrClosed
+		}
+		pause = min(2*pause, maxFailoverPause)
+	}
+}
+
+// dialNamed dials the primary p names, with t's credentials and database,
+// and checks that it says it is a primary.
+func dialNamed(ctx context.Context, addr string, t target, o options, p namedPrimary) (*Conn, error) {
+	node := t
+	node.sentinels, node.address = nil, p.addr
+	node.serverName, _, _ = net.SplitHostPort(p.addr)
+	if o.tlsConfig != nil && o.tlsConfig.ServerName == "" {
+		o.tlsConfig = o.tlsConfig.Clone()
+		o.tlsConfig.ServerName = node.serverName
+	}
+	c, err := dialTarget(ctx, addr, node, o)
+	if err != nil {
+		return nil, fmt.Errorf("sentinel %s named %s: %w", p.by, p.addr, err)
+	}
+	if err := checkPrimary(ctx, c, o.dialTimeout); err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("sentinel %s named %s: %w", p.by, p.addr, err)
+	}
+	return c, nil
+}
+
+// askSentinel asks the sentinel at addr for t's primary, within the dial
+// timeout.
+func askSentinel(ctx context.Context, addr string, t target, o options) (namedPrimary, error) {
+	ctx, cancel := withTimeout(ctx, o.dialTimeout)
+	defer cancel()
+	c, err := dialSentinel(ctx, addr, t, o)
+	if err != nil {
+		return namedPrimary{}, err
+	}
+	defer c.Close()
+	return queryPrimary(ctx, c, addr, t.master)
+}
+
+// dialSentinel dials the sentinel at addr. Sentinels are reached with the
+// address's TLS setting and their own credentials (sentinel_username and
+// sentinel_password), never the data nodes' or their database, and with
+// o's timeouts; extra adds options (RESP3 and a push handler, to
+// subscribe).
+func dialSentinel(ctx context.Context, addr string, t target, o options, extra ...Option) (*Conn, error) {
 	so := defaultOptions()
 	so.dialTimeout, so.readTimeout, so.writeTimeout = o.dialTimeout, o.readTimeout, o.writeTimeout
 	so.username, so.password = t.sentinelUsername, t.sentinelPassword
@@ -123,32 +246,46 @@ func askSentinel(ctx context.Context, addr string, t target, o options) (string,
 	} else if t.useTLS {
 		so.tlsConfig = &tls.Config{ServerName: host, MinVersion: tls.VersionTLS12}
 	}
-	c, err := dialTarget(ctx, addr, target{network: "tcp", address: addr, serverName: host}, so)
+	for _, opt := range extra {
+		opt(&so)
+	}
+	return dialTarget(ctx, addr, target{network: "tcp", address: addr, serverName: host}, so)
+}
+
+// queryPrimary asks the sentinel on c (at addr) for master's primary and
+// its epoch: SENTINEL MASTER, whose reply is a map under RESP3 and a flat
+// list of fields and values under RESP2.
+func queryPrimary(ctx context.Context, c *Conn, addr, master string) (namedPrimary, error) {
+	v, err := c.Do(ctx, "SENTINEL", "MASTER", master)
 	if err != nil {
-		return "", err
+		return namedPrimary{}, err
 	}
-	defer c.Close()
-	v, err := c.Do(ctx, "SENTINEL", "GET-MASTER-ADDR-BY-NAME", t.master)
-	if err != nil {
-		return "", err
+	if (v.Type != resp.Array && v.Type != resp.Map) || len(v.Elems)%2 != 0 {
+		return namedPrimary{}, fmt.Errorf("SENTINEL MASTER: a reply that is no list of fields: %s", v)
 	}
-	if v.IsNull() {
-		return "", fmt.Errorf("it knows no master %q", t.master)
+	fields := make(map[string]string, len(v.Elems)/2)
+	for i := 0; i < len(v.Elems); i += 2 {
+		fields[v.Elems[i].Str] = v.Elems[i+1].Str
 	}
-	if v.Type != resp.Array || len(v.Elems) != 2 || v.Elems[0].Str == "" || v.Elems[1].Str == "" {
-		return "", fmt.Errorf("a reply that names no address: %s", v)
+	host, port := fields["ip"], fields["port"]
+	if host == "" || port == "" {
+		return namedPrimary{}, fmt.Errorf("SENTINEL MASTER: a reply that names no address: %s", v)
 	}
-	return net.JoinHostPort(v.Elems[0].Str, v.Elems[1].Str), nil
+	if n, err := strconv.ParseUint(port, 10, 16); err != nil || n == 0 {
+		return namedPrimary{}, fmt.Errorf("SENTINEL MASTER: port %q is out of range", port)
+	}
+	epoch, err := strconv.ParseInt(fields["config-epoch"], 10, 64)
+	if err != nil || epoch < 0 {
+		return namedPrimary{}, fmt.Errorf("SENTINEL MASTER: config-epoch %q is no epoch", fields["config-epoch"])
+	}
+	return namedPrimary{by: addr, addr: net.JoinHostPort(host, port), epoch: epoch}, nil
 }
 
 // checkPrimary asks c's server for its role and fails unless it is a
 // primary; within timeout, if it is not zero, as a dial is.
 func checkPrimary(ctx context.Context, c *Conn, timeout time.Duration) error {
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
+	ctx, cancel := withTimeout(ctx, timeout)
+	defer cancel()
 	v, err := c.Do(ctx, "ROLE")
 	if err != nil {
 		return fmt.Errorf("ROLE: %w", err)
@@ -161,4 +298,12 @@ func checkPrimary(ctx context.Context, c *Conn, timeout time.Duration) error {
 		return fmt.Errorf("its role is %s, not master", role)
 	}
 	return nil
+}
+
+// withTimeout bounds ctx by d, unless d is zero (no bound).
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	if d <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, d)
 }

@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"strings"
 	"testing"
@@ -95,10 +96,13 @@ func TestASentinelNamingAReplicaIsPassedOver(t *testing.T) {
 	c, err := conn.NewClient(s.URL())
 	require.NoError(t, err)
 	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	// A failover may be under way: the call asks again until its
+	// context ends, and then says what the sentinel answered.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_, err = c.Do(ctx, "PING")
 	require.ErrorContains(t, err, "its role is slave, not master")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
 }
 
 func TestSentinelAddressErrorsQuoteNoPassword(t *testing.T) {
@@ -181,4 +185,60 @@ func TestAClientFollowsAFailoverAfterItsFirstSentinelDied(t *testing.T) {
 		_, err := c.Do(ctx, "SET", "k", "after")
 		return err == nil && promoted.Do(t, "GET", "k").Str == "after"
 	}, 30*time.Second, 20*time.Millisecond, "the client never wrote to the new primary")
+}
+
+// A call made while the sentinels still name a primary that died waits,
+// within its context, for them to promote a replica, and lands there: a
+// failover costs a wait, not an error.
+func TestACallDuringAFailoverWaitsForTheNewPrimary(t *testing.T) {
+	s := redistest.StartSentinels(t, 1, 3)
+	c, err := conn.NewClient(s.URL())
+	require.NoError(t, err)
+	defer c.Close()
+	require.Equal(t, "master", role(t, c))
+
+	s.KillPrimary(t)
+	killed := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// The connection to the dead primary may take this call with it.
+	if _, err := c.Do(ctx, "PING"); err != nil {
+		var uncertain *conn.UncertainError
+		require.ErrorAs(t, err, &uncertain)
+	}
+	_, err = c.Do(ctx, "SET", "k", "after")
+	require.NoError(t, err, "the call did not wait for the promotion")
+	require.Equal(t, "master", role(t, c))
+	t.Logf("the write landed on the new primary %v after the kill", time.Since(killed).Round(time.Millisecond))
+}
+
+// Close ends a call's wait for a failover that never comes (the primary
+// died, and has no replica to promote).
+func TestCloseEndsAWaitForAFailover(t *testing.T) {
+	s := redistest.StartSentinels(t, 0, 1)
+	c, err := conn.NewClient(s.URL())
+	require.NoError(t, err)
+	require.Equal(t, "master", role(t, c))
+	s.KillPrimary(t)
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Do(context.Background(), "SET", "k", "v")
+		if err != nil {
+			var uncertain *conn.UncertainError
+			if errors.As(err, &uncertain) { // the dead connection took it
+				_, err = c.Do(context.Background(), "SET", "k", "v")
+			}
+		}
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // into the wait
+	closed := time.Now()
+	require.NoError(t, c.Close())
+	select {
+	case err := <-done:
+		require.ErrorIs(t, err, conn.ErrClosed)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call still waits after Close")
+	}
+	t.Logf("the call returned %v after Close", time.Since(closed).Round(time.Millisecond))
 }

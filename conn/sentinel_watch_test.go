@@ -1,0 +1,181 @@
+package conn_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+)
+
+// portOf is the port of the server c's connection reaches, or "" if the
+// call failed (a connection broken by a failover, say).
+func portOf(c *conn.Client) string {
+	v, err := c.Do(context.Background(), "CONFIG", "GET", "port")
+	if err != nil || len(v.Elems) != 2 {
+		return ""
+	}
+	return v.Elems[1].Str
+}
+
+// listening waits until some sentinel has a client subscribed to the
+// announcements of a new primary: the client's watcher.
+func listening(t *testing.T, s *redistest.Sentinels) {
+	t.Helper()
+	redistest.Eventually(t, func() bool {
+		for _, sn := range s.Sentinels.Sentinels {
+			// Sentinels have no PUBSUB; their own links to each other
+			// subscribe to nothing.
+			if v, err := sn.Do("CLIENT", "LIST"); err == nil && strings.Contains(v.Str, " sub=1 ") {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "no client listens to the sentinels")
+}
+
+// A primary failed over while alive keeps saying it is one, and keeps its
+// clients, for seconds; a Client through sentinels leaves it when the
+// sentinels announce the new primary, not when the old one turns into a
+// replica. Also after the sentinel it listened to died: it listens to the
+// next, and asks it for the primary.
+func TestAClientLeavesAPrimaryFailedOverAliveAtTheSwitch(t *testing.T) {
+	for _, firstDies := range []bool{false, true} {
+		t.Run(fmt.Sprintf("first sentinel dies=%v", firstDies), func(t *testing.T) {
+			s := redistest.StartSentinels(t, 2, 3)
+			c, err := conn.NewClient(s.URL())
+			require.NoError(t, err)
+			defer c.Close()
+			old := s.Primary(t)
+			_, oldPort, _ := net.SplitHostPort(old.Addr)
+			require.Equal(t, oldPort, portOf(c))
+			listening(t, s)
+
+			asked := s.Sentinels.Sentinels[0]
+			if firstDies {
+				s.Sentinels.Sentinels[0].Stop() // the one the client listens to
+				asked = s.Sentinels.Sentinels[1]
+			}
+			_, err = asked.Do("SENTINEL", "FAILOVER", "mymaster")
+			require.NoError(t, err)
+			began := time.Now()
+			redistest.Eventually(t, func() bool { p := portOf(c); return p != "" && p != oldPort },
+				30*time.Second, 5*time.Millisecond, "the client stayed on the old primary")
+			left := time.Since(began)
+			oldRole := old.Do(t, "ROLE").Elems[0].Str
+			require.Equal(t, "master", role(t, c), "the client reached the new primary")
+			// The old primary still says it is one: without the
+			// announcement, the client would still be there.
+			require.Equal(t, "master", oldRole, "the old primary had turned into a replica first")
+			t.Logf("the client left the old primary %v after SENTINEL FAILOVER", left.Round(time.Millisecond))
+		})
+	}
+}
+
+// bulk is s as a RESP bulk string.
+func bulk(s string) string { return fmt.Sprintf("$%d\r\n%s\r\n", len(s), s) }
+
+// announcement is a +switch-master message whose payload is payload.
+func announcement(payload string) string {
+	return ">3\r\n" + bulk("message") + bulk("+switch-master") + bulk(payload)
+}
+
+// fakeSentinel is a scripted sentinel whose SENTINEL MASTER reply is
+// master's fields and values, and that sends announce's frames once its
+// announcements are subscribed to; answered counts the SENTINEL
+// questions it answered.
+func fakeSentinel(t *testing.T, master []string, announce []string, answered *atomic.Int64) *redistest.Fake {
+	reply := fmt.Sprintf("*%d\r\n", len(master))
+	for _, f := range master {
+		reply += bulk(f)
+	}
+	return redistest.NewFake(t, func(s *redistest.Session) {
+		for {
+			cmd, err := s.ReadCommand()
+			if err != nil {
+				return
+			}
+			switch strings.ToUpper(cmd[0]) {
+			case "HELLO":
+				_ = s.Send("%1\r\n" + bulk("proto") + ":3\r\n")
+			case "SENTINEL":
+				_ = s.Send(reply)
+				answered.Add(1)
+			case "SUBSCRIBE":
+				_ = s.Send(">3\r\n" + bulk("subscribe") + bulk("+switch-master") + ":1\r\n")
+			case "PING":
+				_ = s.Send("+PONG\r\n")
+				for _, frame := range announce {
+					_ = s.Send(frame)
+				}
+			default:
+				_ = s.Send("-ERR unknown command\r\n")
+			}
+		}
+	})
+}
+
+// Announcements that are malformed, for another master, or that a
+// question to the sentinel does not bear out leave a Client where it is.
+func TestAnnouncementsTheSentinelDoesNotBearOutChangeNothing(t *testing.T) {
+	server := redistest.Start(t)
+	host, port, _ := net.SplitHostPort(server.Addr)
+	var answered atomic.Int64
+	sentinel := fakeSentinel(t, []string{"name", "mymaster", "ip", host, "port", port, "config-epoch", "0"}, []string{
+		">2\r\n" + bulk("message") + bulk("+switch-master"),
+		">3\r\n" + bulk("message") + bulk("+switch-master") + ":1\r\n",
+		announcement(""),
+		announcement("othermaster 127.0.0.1 1 127.0.0.1 2"),
+		announcement("mymaster"),
+		announcement("mymaster " + host + " " + port + " 127.0.0.1 1"), // no newer epoch: not borne out
+	}, &answered)
+	c, err := conn.NewClient("redis+sentinel://" + sentinel.Addr + "/mymaster")
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	id, err := c.Do(ctx, "CLIENT", "ID")
+	require.NoError(t, err)
+	// The dial's question, the watcher's first, and one for the
+	// announcement that named mymaster with an address.
+	redistest.Eventually(t, func() bool { return answered.Load() >= 3 }, 10*time.Second, 5*time.Millisecond,
+		"the watcher did not ask the sentinel")
+	again, err := c.Do(ctx, "CLIENT", "ID")
+	require.NoError(t, err)
+	require.Equal(t, id.Int, again.Int, "the client changed connections")
+}
+
+// A sentinel's answer that names no usable primary is an error that says
+// what was wrong with it, and the dial goes on to the next sentinel.
+func TestASentinelsBadAnswerIsPassedOverWithItsReason(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		master []string
+		want   string
+	}{
+		{"a port out of range", []string{"ip", "127.0.0.1", "port", "99999", "config-epoch", "1"}, `port "99999" is out of range`},
+		{"no address", []string{"port", "6379", "config-epoch", "1"}, "names no address"},
+		{"no epoch", []string{"ip", "127.0.0.1", "port", "6379"}, `config-epoch "" is no epoch`},
+		{"a negative epoch", []string{"ip", "127.0.0.1", "port", "6379", "config-epoch", "-1"}, "is no epoch"},
+		{"an odd list", []string{"ip"}, "no list of fields"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var answered atomic.Int64
+			sentinel := fakeSentinel(t, c.master, nil, &answered)
+			client, err := conn.NewClient("redis+sentinel://" + sentinel.Addr + "/mymaster")
+			require.NoError(t, err)
+			defer client.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_, err = client.Do(ctx, "PING")
+			require.ErrorContains(t, err, c.want)
+			require.ErrorContains(t, err, "no sentinel named a primary")
+		})
+	}
+}
