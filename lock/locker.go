@@ -95,18 +95,22 @@ type Locker struct {
 //
 // A redis+sentinel:// URL (see package conn) opens the Locker on the
 // primary that Redis Sentinel names, and its connections follow a
-// failover: the sentinels kill the clients of the nodes they reconfigure,
-// and each connection dials again, through them, to the new primary,
-// where the subscriber turns keyspace events on as at Open. A lock whose
-// acquire had not reached the replica promoted is lost with the old
-// primary, and so is one acquired on an old primary that still takes
-// writes after the promotion: one failed over alive keeps its clients
-// until the sentinels reconfigure it, about ten seconds later (see
-// package conn). WithReplicaAck, with as many replicas as the primary
-// has, makes every lock that Lock returns survive any promotion (an
-// acquire on the old primary finds no replica to acknowledge it, and is
-// undone), at the cost of Locks that fail with ErrNotAcquired until the
-// replicas follow the new primary.
+// failover: each dials again, through the sentinels, to the new primary
+// when its own breaks or the sentinels announce another, and the
+// subscriber turns keyspace events on there as at Open. A call made
+// while the sentinels still name a primary that cannot be reached waits,
+// within its context (a release within the release timeout), for the
+// promotion. A lock whose acquire had not reached the replica promoted
+// is lost with the old primary, and so is one acquired on an old primary
+// still alive between the promotion and the announcement (about a
+// second). WithReplicaAck, with as many replicas as the primary has,
+// makes every lock that Lock returns survive any promotion (an acquire on
+// the old primary finds no replica to acknowledge it, and is undone), at
+// the cost of Locks that fail with ErrNotAcquired until every replica
+// follows the new primary. With fewer, the sentinels may promote a
+// replica that had not acknowledged: they rank replicas by the
+// replication offsets those last reported, which may be a second old or
+// more.
 //
 // Where the server allows CONFIG GET, Open refuses a maxmemory-policy that
 // may evict keys (an error matching ErrInvalid that names the setting):
