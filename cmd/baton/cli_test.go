@@ -58,7 +58,11 @@ func TestHelpOnEveryCommand(t *testing.T) {
 func TestPasswordsStayHidden(t *testing.T) {
 	const secret = "hunter2"
 	host := redistest.ClosedAddr(t)
-	addrs := append([]string{"redis://:" + secret + "@" + host}, redistest.AddressMistakes(host, secret)...)
+	addrs := append([]string{
+		"redis://:" + secret + "@" + host,
+		"redis+sentinel://:" + secret + "@" + host + "/mymaster",
+		"redis+sentinel://" + host + "/mymaster?sentinel_password=" + secret,
+	}, redistest.AddressMistakes(host, secret)...)
 	for _, addr := range addrs {
 		for _, args := range [][]string{
 			{"demo", "--addr", addr},
