@@ -89,8 +89,9 @@ func announcement(payload string) string {
 
 // fakeSentinel is a scripted sentinel whose SENTINEL MASTER reply is
 // master's fields and values, and that sends announce's frames once its
-// announcements are subscribed to; answered counts the SENTINEL
-// questions it answered.
+// announcements are subscribed to (nil: it refuses SUBSCRIBE, as a
+// sentinel behind a proxy that allows no pub/sub might); answered counts
+// the SENTINEL questions it answered.
 func fakeSentinel(t *testing.T, master []string, announce []string, answered *atomic.Int64) *redistest.Fake {
 	reply := fmt.Sprintf("*%d\r\n", len(master))
 	for _, f := range master {
@@ -109,6 +110,10 @@ func fakeSentinel(t *testing.T, master []string, announce []string, answered *at
 				_ = s.Send(reply)
 				answered.Add(1)
 			case "SUBSCRIBE":
+				if announce == nil {
+					_ = s.Send("-ERR unknown command\r\n")
+					continue
+				}
 				_ = s.Send(">3\r\n" + bulk("subscribe") + bulk("+switch-master") + ":1\r\n")
 			case "PING":
 				_ = s.Send("+PONG\r\n")
@@ -178,4 +183,35 @@ func TestASentinelsBadAnswerIsPassedOverWithItsReason(t *testing.T) {
 			require.ErrorContains(t, err, "no sentinel named a primary")
 		})
 	}
+}
+
+// A sentinel that lags behind a failover names the old primary with the
+// old epoch. Once a Client has heard of a newer one, it leaves the old
+// primary and does not go back there, though the lagging sentinel comes
+// first in the address and the old primary still says it is one.
+func TestASentinelThatNamesAnOlderEpochIsPassedOver(t *testing.T) {
+	old, promoted := redistest.Start(t), redistest.Start(t)
+	fields := func(addr, epoch string) []string {
+		host, port, _ := net.SplitHostPort(addr)
+		return []string{"name", "mymaster", "ip", host, "port", port, "config-epoch", epoch}
+	}
+	var lagging, current atomic.Int64
+	// The lagging sentinel takes no subscription: the Client's watcher
+	// moves on to the current one, and hears the new epoch there.
+	behind := fakeSentinel(t, fields(old.Addr, "0"), nil, &lagging)
+	ahead := fakeSentinel(t, fields(promoted.Addr, "1"), []string{}, &current)
+	c, err := conn.NewClient("redis+sentinel://" + behind.Addr + "," + ahead.Addr + "/mymaster")
+	require.NoError(t, err)
+	defer c.Close()
+	_, oldPort, _ := net.SplitHostPort(old.Addr)
+	_, newPort, _ := net.SplitHostPort(promoted.Addr)
+	require.Equal(t, oldPort, portOf(c), "the first sentinel answered first")
+	redistest.Eventually(t, func() bool { return portOf(c) == newPort }, 10*time.Second, 5*time.Millisecond,
+		"the client stayed with the older epoch")
+	// Asked again and again, the client stays: the lagging sentinel is
+	// asked first on every dial, and passed over.
+	asked := lagging.Load()
+	time.Sleep(2500 * time.Millisecond) // past the watcher's next question
+	require.Equal(t, newPort, portOf(c))
+	require.Equal(t, asked, lagging.Load(), "the client dialled again")
 }
