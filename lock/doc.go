@@ -222,6 +222,21 @@
 // failover as long as the clocks of the old primary and of the promoted
 // replica differ by less than the failover takes.
 //
+// # Redis Sentinel
+//
+// [Open] with a redis+sentinel:// URL makes a Locker on the primary that
+// Redis Sentinel names (the URL's form, and the sentinels' credentials,
+// are in package conn). Its connections, the subscriber's included, move
+// to the new primary after a failover: when theirs breaks, and when the
+// sentinels announce another primary (+switch-master), since a primary
+// failed over alive goes on taking writes for seconds. A call made while
+// the sentinels still name a primary that is gone waits for the promotion
+// within its context, and a release or write-back within the release
+// timeout. As on a cluster, a failover can lose a lock unless
+// [WithReplicaAck] waits for every replica of the primary: the sentinels
+// may promote one that had not acknowledged. Fencing tokens keep
+// increasing across a promotion on the same condition as on a cluster.
+//
 // # Options
 //
 // Each option documents its default:
