@@ -3,7 +3,10 @@ package redisproc
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -159,18 +162,52 @@ func (s *Sentinels) KillPrimary() (*Server, error) {
 func (s *Sentinels) WaitFailover(old *Server, timeout time.Duration) (*Server, error) {
 	i, err := s.deployment().WaitPrimary(s.index(old), timeout)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w\n%s", err, s.account())
 	}
 	return s.Nodes[i], nil
+}
+
+// account is what a failover that did not settle leaves to read: what
+// each sentinel says of the primary (SENTINEL MASTER: its address, flags
+// and config epoch) and the tail of its log.
+func (s *Sentinels) account() string {
+	d := s.deployment()
+	var b strings.Builder
+	for i, sn := range d.Sentinels {
+		fmt.Fprintf(&b, "--- sentinel %s: %s; the last lines of its log ---\n%s\n",
+			sn.Addr, sn.view(), tail(readLog(s.Sentinels[i].logPath, 0)))
+	}
+	return b.String()
+}
+
+// view is what the sentinel sn says of the primary, or why it cannot
+// say: a frozen sentinel is not asked.
+func (sn SentinelMember) view() string {
+	if !sn.live() {
+		return "frozen"
+	}
+	v, err := sn.do("SENTINEL", "MASTER", SentinelMaster)
+	if err != nil {
+		return err.Error()
+	}
+	f := map[string]string{}
+	for i := 0; i+1 < len(v.Elems); i += 2 {
+		f[v.Elems[i].Str] = v.Elems[i+1].Str
+	}
+	return fmt.Sprintf("names %s:%s, flags %s, config epoch %s, failover state %s",
+		f["ip"], f["port"], f["flags"], f["config-epoch"], f["failover-state"])
 }
 
 // RestartReplica starts n, a data node that was killed, again as a
 // replica of the primary the sentinels name now, as the init scripts of
 // common deployments (the Helm charts') start a node that comes back,
-// and returns once every node replicates from that primary. Without
-// persistence, the node comes back empty; started as a primary, it would
-// be one, empty, until the sentinels turn it into a replica some ten
-// seconds later.
+// and returns once every node replicates from that primary. It comes
+// back empty, as a node without persistence on a new host does: save ""
+// alone does not see to that, since a replica keeps the RDB of its last
+// full sync (dump.rdb) and, restarted, loads it and asks its primary for
+// a partial resync from the offset that file names, which this removes.
+// Started as a primary, it would be one, empty, until the sentinels turn
+// it into a replica some ten seconds later.
 func (s *Sentinels) RestartReplica(n *Server, timeout time.Duration) error {
 	if s.index(n) < 0 {
 		return fmt.Errorf("redisproc: RestartReplica: %s is not a data node", n.Addr)
@@ -182,6 +219,9 @@ func (s *Sentinels) RestartReplica(n *Server, timeout time.Duration) error {
 	}
 	if s.Nodes[i] == n {
 		return fmt.Errorf("redisproc: RestartReplica: %s is the primary", n.Addr)
+	}
+	if err := os.Remove(filepath.Join(n.dir, "dump.rdb")); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("redisproc: RestartReplica %s: %w", n.Addr, err)
 	}
 	err = n.restartWith(func(lines []string) []string {
 		var kept []string
@@ -381,9 +421,38 @@ func (d SentinelDeployment) replicatingFrom(primary int) error {
 	return nil
 }
 
+// failedOver reports an error while a live sentinel has a failover in
+// progress (SENTINEL MASTER's flags say failover_in_progress). The
+// sentinel that leads a failover ends it once the replicas' INFO shows
+// each live one replicating from the promoted one, a second or two
+// after the others already name it. Redis 7.0 ends a failover only
+// while its promoted replica answers (sentinelFailoverDetectEnd), and
+// until then the leader names that replica (GET-MASTER-ADDR-BY-NAME,
+// and in its hello messages). A primary killed in that second or two
+// (the chaos faults' failover, struck again) left the leader naming it,
+// dead, for the 40s the test waited, while the two others had failed
+// over to another node at a higher epoch, which the leader took without
+// leaving its failover: the hello named the address its record still
+// held. A deployment is settled only once every failover has ended.
+func (d SentinelDeployment) failedOver() error {
+	for _, sn := range d.live() {
+		v, err := sn.do("SENTINEL", "MASTER", SentinelMaster)
+		if err != nil {
+			return err
+		}
+		for i := 0; i+1 < len(v.Elems); i += 2 {
+			if v.Elems[i].Str == "flags" && strings.Contains(v.Elems[i+1].Str, "failover_in_progress") {
+				return fmt.Errorf("sentinel %s has a failover in progress: %s", sn.Addr, sn.view())
+			}
+		}
+	}
+	return nil
+}
+
 // WaitSettled waits, up to timeout, until Nodes[primary] is the primary
-// every live sentinel names, they know every node and each other, and
-// every other live node is a connected replica of it.
+// every live sentinel names, they know every node and each other, none
+// has a failover in progress, and every other live node is a connected
+// replica of it.
 func (d SentinelDeployment) WaitSettled(primary int, timeout time.Duration) error {
 	return settle(timeout, func() error {
 		p, err := d.Primary()
@@ -392,6 +461,9 @@ func (d SentinelDeployment) WaitSettled(primary int, timeout time.Duration) erro
 		}
 		if err == nil {
 			err = d.known()
+		}
+		if err == nil {
+			err = d.failedOver()
 		}
 		if err == nil {
 			err = d.replicatingFrom(primary)
@@ -420,8 +492,8 @@ func (d SentinelDeployment) Failover(timeout time.Duration) (int, error) {
 
 // WaitPrimary waits, up to timeout, until a node other than Nodes[old]
 // is the settled primary: the live sentinels name it, it says it is one,
-// they know every node and each other, and every other live node
-// replicates from it. It returns its index.
+// they know every node and each other, none has a failover in progress,
+// and every other live node replicates from it. It returns its index.
 func (d SentinelDeployment) WaitPrimary(old int, timeout time.Duration) (int, error) {
 	primary := -1
 	err := settle(timeout, func() error {
@@ -431,6 +503,9 @@ func (d SentinelDeployment) WaitPrimary(old int, timeout time.Duration) (int, er
 		}
 		if err == nil {
 			err = d.known()
+		}
+		if err == nil {
+			err = d.failedOver()
 		}
 		if err == nil {
 			err = d.replicatingFrom(p)
