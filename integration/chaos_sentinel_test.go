@@ -12,16 +12,18 @@ import (
 // a sentinel), a failover (the primary killed, a replica promoted by the
 // sentinels, the killed node back as a replica of its successor) and a
 // sentinel frozen for up to 2s, which clients that ask it must pass over.
-// Its Lockers acknowledge every write on a replica (WithReplicaAck(1)),
-// meant to be enough for a killed primary to lose nothing (see
-// killedPrimary), so that every check holds; so far rounds with a
-// failover find locks left held and acknowledged writes undone (issue 31). A failover forced with SENTINEL FAILOVER is not
-// among the faults: the old primary stays a primary, with its clients,
-// for about ten seconds, and releases that reach it in that time cannot
-// be acknowledged by both replicas (which that failover needs, see
-// forcedFailover), so their locks stay until their TTL, past a round's
-// end (TestAFailoverThroughSentinelsDuringContention covers it). It runs
-// in make integration, not under -short.
+// Its Lockers acknowledge every write on both replicas (WithReplicaAck(2),
+// see killedPrimary: with one replica's, the sentinels may promote the
+// other, and acknowledged releases and writes came back undone), so that
+// every check holds; between a kill and the killed node's return as a
+// replica, acquires are refused and releases uncertain. A failover
+// forced with SENTINEL FAILOVER is not among the faults: the old primary
+// stays a primary, with its clients, for about ten seconds, and releases
+// that reach it in that time cannot be acknowledged by both replicas
+// (which that failover needs, see forcedFailover), so their locks stay
+// until their TTL, past a round's end
+// (TestAFailoverThroughSentinelsDuringContention covers it). It runs in
+// make integration, not under -short.
 func TestChaosThroughSentinels(t *testing.T) {
 	if testing.Short() {
 		t.Skip("make integration runs it")
@@ -57,7 +59,7 @@ func sentinelTarget(t *testing.T, s sentinelsUnderTest) chaosTarget {
 			}
 			return addrs
 		},
-		acks:   killedPrimary.acks,
+		acks:   killedPrimary.acks, // both replicas
 		faults: chaosSentinelFaults,
 		strike: map[string]func(f *faulter) string{
 			"failover": func(f *faulter) string {

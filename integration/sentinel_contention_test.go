@@ -15,7 +15,7 @@ import (
 type sentinelFault struct {
 	name string
 	// acks is the n of lock.WithReplicaAck in the acknowledged variant:
-	// what it takes, with two replicas, for nothing to be lost.
+	// what it takes, with two replicas, for nothing to be lost: both.
 	acks int
 }
 
@@ -29,21 +29,19 @@ var (
 	// one has left the old primary) refuses every acquire there.
 	forcedFailover = sentinelFault{"forced", 2}
 	// A primary killed (SIGKILL) takes no write after its death, and the
-	// sentinels promote, of the replicas that are up, the one with the
-	// largest replication offset, which has every write that any replica
-	// acknowledged: one replica's acknowledgement is enough, and, unlike
-	// both, lets Locks succeed on the new primary before the killed node
-	// comes back. What this rests on: the offsets the sentinels compare
-	// are those of their last INFO of each replica, which may date from
-	// before the kill; they pick the replica furthest ahead only if both
-	// had received every write the dead primary had sent, which on one
-	// machine (loopback, a bridge network) they have, the primary having
-	// written each write to both replicas' sockets before the first
-	// acknowledged it. Across a real network, with a replica that lags,
-	// only every replica's acknowledgement is sure. Not settled: under
-	// TestChaosThroughSentinels' load, with n = 1, a release and a write
-	// that one replica acknowledged have come back undone after a kill.
-	killedPrimary = sentinelFault{"killed", 1}
+	// sentinels promote one of the replicas that are up: with both
+	// replicas' acknowledgement, whichever they pick has every write that
+	// was acknowledged. One replica's is not enough: the sentinels rank
+	// replicas by priority, then by the replication offset of their last
+	// INFO of each, which may predate the kill, and nothing in that
+	// ranking knows which replica acknowledged; TestChaosThroughSentinels,
+	// with n = 1, found acknowledged releases and writes undone after a
+	// kill. The cost: until the killed node is back as a replica of its
+	// successor, one replica is left, so every acquire is refused and
+	// every release and extension is uncertain (the release sent again
+	// until both acknowledge); the first Lock on the new primary
+	// succeeds only once the killed node has synced.
+	killedPrimary = sentinelFault{"killed", 2}
 )
 
 // TestAFailoverThroughSentinelsDuringContention runs the contention
@@ -58,16 +56,17 @@ var (
 // Fencing tokens come from the server's clock, so they keep increasing
 // across the promotion.
 //
-// With lock.WithReplicaAck (of both replicas for the forced failover, of
-// one for the killed primary: see forcedFailover and killedPrimary for
-// why) the history must pass every check: counts linearizable, uncertain
-// outcomes free to have landed or not, no two leases held at once,
-// fencing tokens increasing. Without it the test logs what the checks
-// find and the increments lost, and does not fail on them. It logs the
-// time from the failover to the first Lock, and the first Modify, called
-// after a sentinel named the new primary that succeeded: with the
-// acknowledgement, one that was served by the new primary; without it,
-// after a forced failover, possibly one the old primary served. Under
+// With lock.WithReplicaAck of both replicas (see forcedFailover and
+// killedPrimary for why one is not enough) the history must pass every
+// check: counts linearizable, uncertain outcomes free to have landed or
+// not, no two leases held at once, fencing tokens increasing. Without it
+// the test logs what the checks find and the increments lost, and does
+// not fail on them. It logs the time from the failover to the first
+// Lock, and the first Modify, called after a sentinel named the new
+// primary that succeeded: with the acknowledgement, one that was served
+// by the new primary (after a kill, once the killed node is back as a
+// replica); without it, after a forced failover, possibly one the old
+// primary served. Under
 // -short only the forced failover in fast mode, acknowledged, runs.
 func TestAFailoverThroughSentinelsDuringContention(t *testing.T) {
 	forEachBackend(t, func(t *testing.T, b *backend) {
