@@ -142,8 +142,11 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, styl
 	switch {
 	case done && short != nil:
 		// Written and released on the primary, but a failover may or
-		// may not keep it.
-		return c.errorf("unlock", &conn.UncertainError{Cause: c.unacknowledgedRelease(short)})
+		// may not keep it, unless it is sent again and acknowledged.
+		if err := c.unacknowledgedRelease(ctx, short); err != nil {
+			return c.errorf("unlock", &conn.UncertainError{Cause: err})
+		}
+		return nil
 	case done:
 		return nil
 	case v.firstUncertain != nil:

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/batonlock/baton/internal/replydeadline"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -38,8 +39,12 @@ var errReplicaAck = errors.New("lock: too few replicas acknowledged the write")
 // conn.UncertainError, and is sent again in the background, paced, until
 // enough do or for the release timeout; meanwhile, and when none do, the
 // Locker's Close waits for it up to the release timeout
-// (WithReleaseTimeout). Every release compares the owner
-// first, so a resend deletes only the lock that a failover brought back.
+// (WithReleaseTimeout). Close's own releases, and those in the background
+// when it began, are sent again the same way before it returns, so that
+// a Locker closed while a replica lags leaves no release that a failover
+// could undo, unless the replicas stay away past the release timeout.
+// Every release compares the owner first, so a resend deletes only the
+// lock that a failover brought back.
 //
 // What it does not buy: WAIT is not consensus. A failover may promote a
 // replica that had not acknowledged: with n below the number of
@@ -103,19 +108,36 @@ func (l *Locker) acknowledged(v resp.Value) error {
 
 // unacknowledgedRelease sends a release that ran on the primary, but
 // that too few replicas acknowledged, again in the background (see
-// WithReplicaAck), and returns what its caller is told.
-func (c *claim) unacknowledgedRelease(short error) error {
+// WithReplicaAck), and returns what its caller is told. Once the Locker
+// closes it starts nothing more: it sends the release again itself,
+// within ctx's bound, which Close waits for (Close's own releases, and
+// those it waits for in the background), and returns nil if enough
+// replicas acknowledged it then. Left to a failover, the lock would come
+// back, held by nobody, until its TTL.
+func (c *claim) unacknowledgedRelease(ctx context.Context, short error) error {
+	send := func(ctx context.Context) (scriptResult, error) { return c.sendPlainRelease(ctx, releasePingEval) }
 	resend := func() {
 		ctx, cancel := context.WithTimeout(c.l.bgCtx, c.l.opts.ReleaseTimeout)
 		defer cancel()
-		c.l.untilAcknowledged(ctx, func(ctx context.Context) (scriptResult, error) {
-			return c.sendPlainRelease(ctx, releasePingEval)
-		})
+		c.l.untilAcknowledged(ctx, send)
 	}
-	if !c.l.spawn(resend) {
-		return fmt.Errorf("%w (released on the primary; the Locker is closing: if a failover brings the lock back, its TTL ends it)", short)
+	if c.l.spawn(resend) {
+		return fmt.Errorf("%w (released on the primary, and sent again in the background until acknowledged)", short)
 	}
-	return fmt.Errorf("%w (released on the primary, and sent again in the background until acknowledged)", short)
+	by := replydeadline.Of(ctx)
+	if end, ok := ctx.Deadline(); ok && (by.IsZero() || end.Before(by)) {
+		by = end
+	}
+	if !by.IsZero() {
+		// ctx may end by a reply deadline alone, which untilAcknowledged's
+		// pauses would not see.
+		bounded, cancel := context.WithDeadline(ctx, by)
+		defer cancel()
+		if c.l.untilAcknowledged(bounded, send) {
+			return nil
+		}
+	}
+	return fmt.Errorf("%w (released on the primary; the Locker is closing, and too few replicas acknowledged it within the release timeout: if a failover brings the lock back, its TTL ends it)", short)
 }
 
 // ackedSend sends a script under WithReplicaAck: the result's short says
@@ -123,20 +145,20 @@ func (c *claim) unacknowledgedRelease(short error) error {
 type ackedSend func(ctx context.Context) (scriptResult, error)
 
 // untilAcknowledged sends a release again, paced, until it runs and
-// enough replicas acknowledge it, or ctx ends. WAIT's timeout paces the
-// resends too while the replicas are away.
-func (l *Locker) untilAcknowledged(ctx context.Context, send ackedSend) {
+// enough replicas acknowledge it, or ctx ends, and reports which. WAIT's
+// timeout paces the resends too while the replicas are away.
+func (l *Locker) untilAcknowledged(ctx context.Context, send ackedSend) bool {
 	pause := time.NewTimer(0)
 	defer pause.Stop()
 	for wait := resendPause; ; wait = min(2*wait, maxResendPause) {
 		pause.Reset(wait)
 		select {
 		case <-ctx.Done():
-			return
+			return false
 		case <-pause.C:
 		}
 		if r, err := send(ctx); err == nil && r.short == nil {
-			return
+			return true
 		}
 	}
 }

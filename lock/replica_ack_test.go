@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -188,4 +189,44 @@ func keyOn(t *testing.T, c *redistest.Cluster, s *redistest.Server, prefix strin
 	}
 	t.Fatalf("no key with prefix %q lives on %s", prefix, s.Addr)
 	return ""
+}
+
+// A Locker that closes sends its releases that too few replicas
+// acknowledged again, within the release timeout, rather than leave them
+// to a failover that would bring the lock back: Close's own release of a
+// lease still held, and an Unlock's that went on in the background.
+func TestCloseSendsAnUnacknowledgedReleaseAgain(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			primary := redistest.Start(t, redistest.WithConfig("repl-diskless-sync-delay 0"))
+			replica := redistest.Start(t, redistest.WithConfig("replicaof 127.0.0.1 "+strings.TrimPrefix(primary.Addr, "127.0.0.1:")))
+			redistest.Eventually(t, func() bool {
+				return strings.Contains(replica.Do(t, "INFO", "replication").Str, "master_link_status:up")
+			}, 10*time.Second, 10*time.Millisecond, "the replica never synced")
+			ctx := context.Background()
+			l, err := lock.Open(ctx, primary.Addr, modeOptions(mode, lock.WithReplicaAck(1, time.Second))...)
+			require.NoError(t, err)
+			held, err := l.Lock(ctx, "held")
+			require.NoError(t, err)
+			left, err := l.Lock(ctx, "left")
+			require.NoError(t, err)
+
+			const frozen = 2500 * time.Millisecond
+			replica.Pause(t, frozen)
+			began := time.Now()
+			// An Unlock whose caller leaves: the release goes on in the
+			// background, and Close waits for it.
+			gone, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+			err = left.Unlock(gone)
+			cancel()
+			var uncertain *conn.UncertainError
+			require.ErrorAs(t, err, &uncertain)
+			require.NoError(t, l.Close(), "every release was acknowledged in the end")
+			require.GreaterOrEqual(t, time.Since(began), frozen-200*time.Millisecond, "Close waited for the replica")
+			require.ErrorIs(t, held.Unlock(ctx), lock.ErrClosed, "Close released it")
+			for _, key := range []string{"held", "left"} {
+				require.Zero(t, replica.Do(t, "EXISTS", "baton:{"+key+"}").Int, "%s released on the replica", key)
+			}
+		})
+	}
 }
