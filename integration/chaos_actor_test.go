@@ -18,6 +18,9 @@ import (
 type chaosPlan struct {
 	Addr   string       `json:"addr"`
 	Acks   int          `json:"acks"` // WithReplicaAck(Acks, ackTimeout) unless 0: a failover loses nothing
+	// ReleaseTimeout is the Lockers' WithReleaseTimeout, or 0 for lock's
+	// default (releaseTimeout).
+	ReleaseTimeout time.Duration `json:"release_timeout"`
 	Fair   bool         `json:"fair"`
 	Keys   []string     `json:"keys"`
 	Actors []chaosActor `json:"actors"`
@@ -60,6 +63,14 @@ func (a chaosActor) String() string {
 // releaseTimeout is lock's default release timeout, which bounds an
 // Unlock whatever its context, and each half of a Close (see their docs).
 const releaseTimeout = 5 * time.Second
+
+// releaseBound is the release timeout of p's Lockers.
+func (p chaosPlan) releaseBound() time.Duration {
+	if p.ReleaseTimeout > 0 {
+		return p.ReleaseTimeout
+	}
+	return releaseTimeout
+}
 
 // longTTL is the TTL of the actors whose leaked locks the checks must
 // still find held: long enough to outlast a round.
@@ -182,6 +193,9 @@ func (p *chaosProc) lockOptions(ttl time.Duration) []lock.Option {
 	}
 	if p.plan.Acks > 0 {
 		opts = append(opts, lock.WithReplicaAck(p.plan.Acks, ackTimeout))
+	}
+	if p.plan.ReleaseTimeout > 0 {
+		opts = append(opts, lock.WithReleaseTimeout(p.plan.ReleaseTimeout))
 	}
 	return opts
 }

@@ -112,7 +112,7 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			v := checkChaos(c.recs, c.read)
+			v := checkChaos(c.recs, c.read, releaseTimeout)
 			if c.want == "" {
 				require.Empty(t, v.findings)
 				return

@@ -58,6 +58,9 @@ type chaosVerdict struct {
 	faults    map[string]int
 	leases    int
 	origin    int64 // the first record's time, for printing
+	// releaseTimeout is the Lockers' release timeout, which bounds
+	// Unlock and Close.
+	releaseTimeout time.Duration
 }
 
 func (v *chaosVerdict) flag(kind, key string, at int64, ids []string, format string, args ...any) {
@@ -115,8 +118,9 @@ func roundMap(m map[string]time.Duration) map[string]time.Duration {
 //     Unlock after its release timeout, a Close after two;
 //   - nothing panicked but fn, and no process saw a Modify's lock kept
 //     (actor.checkLetGo).
-func checkChaos(recs []chaosRecord, reads []modifyOp) chaosVerdict {
-	v := chaosVerdict{classes: map[string]map[string]int{}, overshoot: map[string]time.Duration{}, faults: map[string]int{}}
+func checkChaos(recs []chaosRecord, reads []modifyOp, releaseTimeout time.Duration) chaosVerdict {
+	v := chaosVerdict{classes: map[string]map[string]int{}, overshoot: map[string]time.Duration{}, faults: map[string]int{},
+		releaseTimeout: releaseTimeout}
 	if len(recs) > 0 {
 		v.origin = recs[0].Call
 	}
@@ -197,7 +201,7 @@ func checkBound(v *chaosVerdict, r chaosRecord) {
 		}
 		bound = r.CtxEnd
 	case recUnlock:
-		bound = r.Call + int64(releaseTimeout)
+		bound = r.Call + int64(v.releaseTimeout)
 		if r.CtxEnd != 0 {
 			bound = min(bound, r.CtxEnd)
 		}
@@ -207,10 +211,10 @@ func checkBound(v *chaosVerdict, r chaosRecord) {
 		}
 		bound = r.CtxEnd
 		if r.FnEnd != 0 {
-			bound = max(bound, r.FnEnd+int64(releaseTimeout))
+			bound = max(bound, r.FnEnd+int64(v.releaseTimeout))
 		}
 	case recClose:
-		bound = r.Call + int64(2*releaseTimeout)
+		bound = r.Call + int64(2*v.releaseTimeout)
 	default:
 		return
 	}

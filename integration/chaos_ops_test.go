@@ -486,7 +486,7 @@ func (a *actor) checkLetGo(r chaosRecord) {
 	}
 	wait := 2 * time.Second
 	if r.Class == classUncertain {
-		wait += releaseTimeout // the release may go on in the background
+		wait += a.p.plan.releaseBound() // the release may go on in the background
 	}
 	a.p.checks.Go(func() {
 		t := time.NewTimer(wait)

@@ -19,6 +19,9 @@ type chaosTarget struct {
 	cluster clusterUnderTest // nil but on a cluster
 	// acks is the n of the Lockers' WithReplicaAck, 0 for none.
 	acks int
+	// releaseTimeout is the Lockers' WithReleaseTimeout, 0 for lock's
+	// default.
+	releaseTimeout time.Duration
 	// faults are the target's own faults, by weight, added to those of
 	// one server; strike injects one of them, on the faulter's goroutine,
 	// and describes it for the history.

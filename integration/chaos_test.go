@@ -178,8 +178,8 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 	// The wall clock less the shared clock, to date fencing tokens.
 	wallOffset := time.Now().UnixNano() - now()
 	procPlan := func(proc string, actors []chaosActor, i uint64) chaosPlan {
-		return chaosPlan{Addr: target.addr, Acks: target.acks, Fair: run.fair, Keys: keys, Actors: actors, Seed: seedFor(run.seed, run.variant, uint64(round), i),
-			Until: until.UnixNano(), Dir: dir, Proc: proc}
+		return chaosPlan{Addr: target.addr, Acks: target.acks, ReleaseTimeout: target.releaseTimeout, Fair: run.fair, Keys: keys, Actors: actors,
+			Seed: seedFor(run.seed, run.variant, uint64(round), i), Until: until.UnixNano(), Dir: dir, Proc: proc}
 	}
 	t.Logf("round %d: %v, actors %v", round, plan.length, plan.actors)
 	var workers []*worker
@@ -218,7 +218,7 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 	reads := readChaosCounts(t, target.at, keys)
 	recs, err := readChaosHistory(dir)
 	require.NoError(t, err)
-	v := checkChaos(recs, reads)
+	v := checkChaos(recs, reads, p.plan.releaseBound())
 	for _, f := range leftovers {
 		// Show what happened on the key last, or, for a lock left held,
 		// around the grant of the fencing token it was left with: a
