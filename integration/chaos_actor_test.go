@@ -16,18 +16,18 @@ import (
 // round's keys, from its seed, until Until (wall clock, ns), recording to
 // Dir/Proc.chaos. The test's own process and each worker get one.
 type chaosPlan struct {
-	Addr   string       `json:"addr"`
-	Acks   int          `json:"acks"` // WithReplicaAck(Acks, ackTimeout) unless 0: a failover loses nothing
+	Addr string `json:"addr"`
+	Acks int    `json:"acks"` // WithReplicaAck(Acks, ackTimeout) unless 0: a failover loses nothing
 	// ReleaseTimeout is the Lockers' WithReleaseTimeout, or 0 for lock's
 	// default (releaseTimeout).
 	ReleaseTimeout time.Duration `json:"release_timeout"`
-	Fair   bool         `json:"fair"`
-	Keys   []string     `json:"keys"`
-	Actors []chaosActor `json:"actors"`
-	Seed   uint64       `json:"seed"`
-	Until  int64        `json:"until"`
-	Dir    string       `json:"dir"`
-	Proc   string       `json:"proc"`
+	Fair           bool          `json:"fair"`
+	Keys           []string      `json:"keys"`
+	Actors         []chaosActor  `json:"actors"`
+	Seed           uint64        `json:"seed"`
+	Until          int64         `json:"until"`
+	Dir            string        `json:"dir"`
+	Proc           string        `json:"proc"`
 }
 
 // chaosActor is one service instance: a Locker with TTL, and, with

@@ -98,17 +98,18 @@
 // SIGKILL, the replica's promotion, the node's return); the other faults
 // strike a node picked at random. TestChaosThroughSentinels (not under
 // -short) runs them through a redis+sentinel URL on a primary with two
-// replicas and three sentinels, with WithReplicaAck(1), adding a killed
-// primary (promoted replica, the node back as its replica) and a frozen
-// sentinel to the faults.
+// replicas and three sentinels, with WithReplicaAck(2) (both replicas) and
+// a 20s release timeout that outlasts a failover, adding a killed primary
+// (promoted replica, the node back as its replica) and a frozen sentinel
+// to the faults.
 //
 // Sentinel. Each backend also starts a primary with two replicas watched
 // by three sentinels: processes, or containers on a network of their own,
 // each node and sentinel announcing its address there.
 // TestAFailoverThroughSentinelsDuringContention runs the contention
 // workload through the sentinels across a failover forced with SENTINEL
-// FAILOVER (WithReplicaAck of both replicas) and a killed primary (of
-// one), logging the time from the failover to the first Lock on the new
+// FAILOVER and a killed primary, both with WithReplicaAck of both
+// replicas, logging the time from the failover to the first Lock on the new
 // primary; without the acknowledgement it logs what was lost. Under
 // -short only the forced failover, acknowledged, in fast mode.
 //
