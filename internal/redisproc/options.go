@@ -1,6 +1,7 @@
 package redisproc
 
 import (
+	"crypto/tls"
 	"fmt"
 	"os/exec"
 )
@@ -13,6 +14,7 @@ type config struct {
 	lines   []string // raw redis.conf lines from WithConfig, in order
 	unix    bool
 	tls     bool
+	shared  *sharedTLS // from WithSharedTLS; nil for a CA of the server's own
 	cluster clusterMode
 	bin     string // from WithBinary; empty for redis-server from PATH
 }
@@ -40,6 +42,21 @@ func WithUnixSocket() Option {
 // no TLS.
 func WithTLS() Option {
 	return func(c *config) { c.tls = true }
+}
+
+// sharedTLS is a certificate that several servers present.
+type sharedTLS struct {
+	files TLSFiles
+	conf  *tls.Config
+}
+
+// WithSharedTLS is WithTLS with the certificate in files (from
+// WriteTLSFiles), which conf trusts, rather than one of the server's own:
+// for servers that reach each other over TLS (a replica its primary, a
+// sentinel the nodes it watches), and so must trust one CA. Default: no
+// TLS.
+func WithSharedTLS(files TLSFiles, conf *tls.Config) Option {
+	return func(c *config) { c.tls, c.shared = true, &sharedTLS{files, conf} }
 }
 
 // WithCluster makes the server a one-node Redis Cluster that holds every

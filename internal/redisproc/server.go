@@ -108,7 +108,11 @@ func start(bin, dir string, c config) (*Server, error) {
 				s.UnixSocket, len(s.UnixSocket), maxSocketPath-1)
 		}
 	}
-	if c.tls {
+	switch {
+	case c.shared != nil:
+		files := c.shared.files
+		s.tls, s.tlsConf = &files, c.shared.conf
+	case c.tls:
 		files, conf, err := WriteTLSFiles(dir)
 		if err != nil {
 			return nil, fmt.Errorf("making TLS certificates: %w", err)

@@ -24,7 +24,9 @@ var (
 	WithConfig     = redisproc.WithConfig
 	WithUnixSocket = redisproc.WithUnixSocket
 	WithTLS        = redisproc.WithTLS
+	WithSharedTLS  = redisproc.WithSharedTLS
 	WithCluster    = redisproc.WithCluster
+	WithBinary     = redisproc.WithBinary
 )
 
 // Server is a redis-server process started for one test. Its methods that
