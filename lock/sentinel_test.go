@@ -222,3 +222,49 @@ func TestALockerThroughSentinelsOutlivesAPrimaryThatDied(t *testing.T) {
 		})
 	}
 }
+
+// A lease whose lock did not reach the replica promoted is lost, and
+// says so: its Unlock on the new primary is ErrNotHeld, never a silent
+// success, and a watched lease's Done closes when the watchdog's
+// extension finds the lock gone.
+func TestALeaseWhoseLockDidNotSurviveAFailoverSaysSo(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			s := redistest.StartSentinels(t, 2, 3)
+			ctx := context.Background()
+			plain, err := lock.Open(ctx, s.URL(), modeOptions(mode, lock.WithTTL(time.Minute))...)
+			require.NoError(t, err)
+			defer plain.Close()
+			watched, err := lock.Open(ctx, s.URL(), modeOptions(mode, lock.WithTTL(3*time.Second), lock.WithAutoExtend())...)
+			require.NoError(t, err)
+			defer watched.Close()
+
+			old := s.Primary(t)
+			// The replicas leave the primary for a node that is not
+			// there, so that neither lock reaches them; the sentinels
+			// promote one of them all the same.
+			for _, n := range s.Nodes {
+				if n != old.Server {
+					(&redistest.Server{Server: n}).Do(t, "REPLICAOF", "127.0.0.1", "1")
+				}
+			}
+			unlocked := mustLock(t, plain, "plain")
+			lost := mustLock(t, watched, "watched")
+			s.KillPrimary(t)
+			promoted := s.WaitFailover(t, old, 30*time.Second)
+			for _, key := range []string{"plain", "watched"} {
+				require.Zero(t, promoted.Do(t, "EXISTS", "baton:{"+key+"}").Int, "the lock %s reached a replica", key)
+			}
+
+			unlockCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			require.ErrorIs(t, unlocked.Unlock(unlockCtx), lock.ErrNotHeld)
+			select {
+			case <-lost.Done():
+			case <-time.After(20 * time.Second):
+				t.Fatal("the watched lease's Done never closed")
+			}
+			require.ErrorIs(t, lost.Unlock(unlockCtx), lock.ErrNotHeld)
+		})
+	}
+}
