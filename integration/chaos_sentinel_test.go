@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -68,7 +69,24 @@ func sentinelTarget(t *testing.T, s sentinelsUnderTest) chaosTarget {
 		// 5s): the Lockers' release timeout outlasts that, as the README
 		// tells users to make theirs outlast their failovers.
 		releaseTimeout: 20 * time.Second,
-		faults:         chaosSentinelFaults,
+		describe: func() string {
+			var b strings.Builder
+			b.WriteString("the sentinels now:\n")
+			for _, sn := range s.Sentinels() {
+				v, err := doAt(sn, "SENTINEL", "MASTER", "mymaster")
+				if err != nil {
+					fmt.Fprintf(&b, "    %s: %v\n", sn, err)
+					continue
+				}
+				f := map[string]string{}
+				for i := 0; i+1 < len(v.Elems); i += 2 {
+					f[v.Elems[i].Str] = v.Elems[i+1].Str
+				}
+				fmt.Fprintf(&b, "    %s names %s:%s, epoch %s, flags %s\n", sn, f["ip"], f["port"], f["config-epoch"], f["flags"])
+			}
+			return b.String()
+		},
+		faults: chaosSentinelFaults,
 		strike: map[string]func(f *faulter) string{
 			"failover": func(f *faulter) string {
 				// A replica paused so (Redis 7.0) acknowledges writes it has

@@ -22,6 +22,9 @@ type chaosTarget struct {
 	// releaseTimeout is the Lockers' WithReleaseTimeout, 0 for lock's
 	// default.
 	releaseTimeout time.Duration
+	// describe, if not nil, says what a failed round's log should show
+	// of the target's own state.
+	describe func() string
 	// faults are the target's own faults, by weight, added to those of
 	// one server; strike injects one of them, on the faulter's goroutine,
 	// and describes it for the history.

@@ -252,7 +252,40 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 			t.Log(v.explain(finding, recs))
 		}
 	}
+	t.Log(roundState(target, keys, recs))
 	return false
+}
+
+// roundState describes, for a failed round, what the history's excerpts
+// around each finding leave out: every fault of the round with when it
+// began and ended, what each live node holds of the round's locks (the
+// milliseconds each has left, -2 for none), and what the target says of
+// itself (which primary each sentinel names).
+func roundState(target chaosTarget, keys []string, recs []chaosRecord) string {
+	var b strings.Builder
+	b.WriteString("the round's faults (ms since it began):\n")
+	for _, r := range recs {
+		if r.Kind == recFault {
+			fmt.Fprintf(&b, "    %9.3f .. %9.3f  %s %s\n", float64(r.Call-recs[0].Call)/1e6, float64(r.Ret-recs[0].Call)/1e6, r.Note, r.Err)
+		}
+	}
+	b.WriteString("the nodes now:\n")
+	for _, n := range target.nodes() {
+		fmt.Fprintf(&b, "    %s", n)
+		if role, err := doAt(n, "ROLE"); err == nil && len(role.Elems) > 0 {
+			fmt.Fprintf(&b, " %s", role.Elems[0].Str)
+		}
+		for _, k := range keys {
+			if v, err := doAt(n, "PTTL", "baton:{"+k+"}"); err == nil {
+				fmt.Fprintf(&b, " %s=%d", k, v.Int)
+			}
+		}
+		b.WriteString("\n")
+	}
+	if target.describe != nil {
+		b.WriteString(target.describe())
+	}
+	return b.String()
 }
 
 // serverLeftovers checks the server once every Locker of a round has
