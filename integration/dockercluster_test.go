@@ -61,17 +61,7 @@ type dockerCluster struct {
 // by the next (purgeOrphans).
 func startDockerCluster(t *testing.T, pool *dockertest.Pool, image string, primaries, replicasEach int) clusterUnderTest {
 	t.Helper()
-	name := make([]byte, 4)
-	_, _ = rand.Read(name)
-	network, err := pool.CreateNetwork("baton-integration-"+hex.EncodeToString(name), func(o *docker.CreateNetworkOptions) {
-		o.Driver = "bridge"
-		o.Labels = suiteLabels()
-	})
-	if err != nil {
-		t.Fatalf("creating a network for the cluster: %v", err)
-	}
-	// Registered first, so that it runs after the containers are gone.
-	t.Cleanup(func() { removeNetwork(pool, network.Network.ID) })
+	network := createNetwork(t, pool, "the cluster")
 	c := &dockerCluster{pool: pool, network: network, killed: map[*dockerServer]bool{}}
 	start := time.Now()
 	// At once: each takes a second, most of it dockertest waiting in
@@ -243,4 +233,22 @@ func (c *dockerCluster) node(t testing.TB, n clusterNode) *dockerServer {
 		t.Fatalf("%s is not a node of this cluster", n.Addr())
 	}
 	return s
+}
+
+// createNetwork creates a bridge network of its own, with the suite's
+// labels, for what (a cluster, sentinels): removed when the test ends,
+// after its containers, since it is registered first.
+func createNetwork(t *testing.T, pool *dockertest.Pool, what string) *dockertest.Network {
+	t.Helper()
+	name := make([]byte, 4)
+	_, _ = rand.Read(name)
+	network, err := pool.CreateNetwork("baton-integration-"+hex.EncodeToString(name), func(o *docker.CreateNetworkOptions) {
+		o.Driver = "bridge"
+		o.Labels = suiteLabels()
+	})
+	if err != nil {
+		t.Fatalf("creating a network for %s: %v", what, err)
+	}
+	t.Cleanup(func() { removeNetwork(pool, network.Network.ID) })
+	return network
 }

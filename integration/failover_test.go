@@ -197,24 +197,7 @@ func figuresOf(v verdict, owners map[string]clusterNode, victim string, at failo
 			f.okAfterRejoin++
 		}
 	}
-	ok, uncertain := map[string]int{}, map[string]int{}
-	for _, op := range v.history.modifies {
-		switch op.outcome {
-		case outcomeOK:
-			ok[op.token]++
-		case outcomeUncertain:
-			uncertain[op.token]++
-		}
-	}
-	for _, r := range v.history.reads {
-		if lost := ok[r.token] - r.old; lost > 0 {
-			f.lost += lost
-			f.lostTokens++
-		}
-		if extra := r.old - ok[r.token] - uncertain[r.token]; extra > 0 {
-			f.extra += extra
-		}
-	}
+	f.lost, f.lostTokens, f.extra = lostIncrements(v.history)
 	return f
 }
 
@@ -248,4 +231,30 @@ func commonErrors(counts map[string]int, n int) []string {
 		out = append(out, fmt.Sprintf("%d× %s", counts[e], e))
 	}
 	return out
+}
+
+// lostIncrements compares the counts read at the end of a history with
+// its Modify calls: lost is how many increments that succeeded the counts
+// lack, over lostTokens tokens, and extra how many they hold beyond the
+// calls that succeeded or may have.
+func lostIncrements(h parsed) (lost, lostTokens, extra int) {
+	ok, uncertain := map[string]int{}, map[string]int{}
+	for _, op := range h.modifies {
+		switch op.outcome {
+		case outcomeOK:
+			ok[op.token]++
+		case outcomeUncertain:
+			uncertain[op.token]++
+		}
+	}
+	for _, r := range h.reads {
+		if n := ok[r.token] - r.old; n > 0 {
+			lost += n
+			lostTokens++
+		}
+		if n := r.old - ok[r.token] - uncertain[r.token]; n > 0 {
+			extra += n
+		}
+	}
+	return lost, lostTokens, extra
 }

@@ -203,24 +203,7 @@ func sentinelFiguresOf(v verdict, at sentinelTimes) sentinelFigures {
 			f.okAfterSettled++
 		}
 	}
-	ok, uncertain := map[string]int{}, map[string]int{}
-	for _, op := range v.history.modifies {
-		switch op.outcome {
-		case outcomeOK:
-			ok[op.token]++
-		case outcomeUncertain:
-			uncertain[op.token]++
-		}
-	}
-	for _, r := range v.history.reads {
-		if lost := ok[r.token] - r.old; lost > 0 {
-			f.lost += lost
-			f.lostTokens++
-		}
-		if extra := r.old - ok[r.token] - uncertain[r.token]; extra > 0 {
-			f.extra += extra
-		}
-	}
+	f.lost, f.lostTokens, f.extra = lostIncrements(v.history)
 	return f
 }
 

@@ -2,8 +2,6 @@ package integration_test
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
@@ -53,17 +51,7 @@ type dockerSentinels struct {
 // removed when the test ends; both carry the suite's labels.
 func startDockerSentinels(t *testing.T, pool *dockertest.Pool, image string) sentinelsUnderTest {
 	t.Helper()
-	name := make([]byte, 4)
-	_, _ = rand.Read(name)
-	network, err := pool.CreateNetwork("baton-integration-"+hex.EncodeToString(name), func(o *docker.CreateNetworkOptions) {
-		o.Driver = "bridge"
-		o.Labels = suiteLabels()
-	})
-	if err != nil {
-		t.Fatalf("creating a network for the sentinels: %v", err)
-	}
-	// Registered first, so that it runs after the containers are gone.
-	t.Cleanup(func() { removeNetwork(pool, network.Network.ID) })
+	network := createNetwork(t, pool, "the sentinels")
 	d := &dockerSentinels{pool: pool, network: network, killed: map[*dockerServer]bool{}}
 	start := time.Now()
 	d.nodes, d.dirs = make([]*dockerServer, 3), make([]string, 3)
