@@ -124,6 +124,8 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, styl
 		}
 		done = n == 0
 		if n == -2 {
+			// The state's absence is no verdict on the lock, which
+			// this owner may hold still: not sent again.
 			return c.errorf("unlock", ErrStateMissing)
 		}
 	} else {
@@ -140,13 +142,19 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, styl
 		c.skipped(int(skipped))
 	}
 	switch {
-	case done && short != nil:
-		// Written and released on the primary, but a failover may or
-		// may not keep it, unless it is sent again and acknowledged.
-		if err := c.unacknowledgedRelease(ctx, short); err != nil {
+	case short != nil:
+		// Released on the primary, which a failover may or may not keep,
+		// or not held there, which a primary failed over that still
+		// answers would say: either way not settled until a verdict is
+		// acknowledged.
+		switch err := c.unacknowledgedRelease(ctx, short, done); {
+		case err == nil:
+			return nil
+		case errors.Is(err, ErrNotHeld):
+			return c.errorf("unlock", err)
+		default:
 			return c.errorf("unlock", &conn.UncertainError{Cause: err})
 		}
-		return nil
 	case done:
 		return nil
 	case v.firstUncertain != nil:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"time"
 
@@ -43,8 +44,12 @@ var errReplicaAck = errors.New("lock: too few replicas acknowledged the write")
 // when it began, are sent again the same way before it returns, so that
 // a Locker closed while a replica lags leaves no release that a failover
 // could undo, unless the replicas stay away past the release timeout.
-// Every release compares the owner first, so a resend deletes only the
-// lock that a failover brought back.
+// A release that finds the lock not held, on a primary too few replicas
+// acknowledge, is no verdict either (a primary failed over that still
+// answers says that of a lock that stands on the new one): it too is
+// uncertain, and sent again until a verdict is acknowledged. Every
+// release compares the owner first, so a resend deletes only the lock
+// that a failover brought back, or that stood on the new primary.
 //
 // What it does not buy: WAIT is not consensus. A failover may promote a
 // replica that had not acknowledged: with n below the number of
@@ -106,23 +111,31 @@ func (l *Locker) acknowledged(v resp.Value) error {
 	return nil
 }
 
-// unacknowledgedRelease sends a release that ran on the primary, but
-// that too few replicas acknowledged, again in the background (see
-// WithReplicaAck), and returns what its caller is told. Once the Locker
-// closes it starts nothing more: it sends the release again itself,
-// within ctx's bound, which Close waits for (Close's own releases, and
-// those it waits for in the background), and returns nil if enough
-// replicas acknowledged it then. Left to a failover, the lock would come
-// back, held by nobody, until its TTL.
-func (c *claim) unacknowledgedRelease(ctx context.Context, short error) error {
+// unacknowledgedRelease sends again a release whose verdict too few
+// replicas acknowledged (see WithReplicaAck): it released the lock on the
+// primary (released), or found it not held there, which a primary failed
+// over that still answers would say of a lock that stands on the new one.
+// It sends it in the background until a verdict is acknowledged, and
+// returns what its caller is told. Once the Locker closes it starts
+// nothing more: it sends the release again itself, within ctx's bound,
+// which Close waits for (Close's own releases, and those it waits for in
+// the background), and returns nil if enough replicas acknowledged a
+// release then, or ErrNotHeld if they acknowledged that the lock is not
+// held. Left to a failover, the lock would come back, held by nobody,
+// until its TTL.
+func (c *claim) unacknowledgedRelease(ctx context.Context, short error, released bool) error {
 	send := func(ctx context.Context) (scriptResult, error) { return c.sendPlainRelease(ctx, releasePingEval) }
 	resend := func() {
 		ctx, cancel := context.WithTimeout(c.l.bgCtx, c.l.opts.ReleaseTimeout)
 		defer cancel()
 		c.l.untilAcknowledged(ctx, send)
 	}
+	verdict := "released on the primary"
+	if !released {
+		verdict = "not held on a primary too few replicas follow, perhaps one failed over"
+	}
 	if c.l.spawn(resend) {
-		return fmt.Errorf("%w (released on the primary, and sent again in the background until acknowledged)", short)
+		return fmt.Errorf("%w (%s, and sent again in the background until acknowledged)", short, verdict)
 	}
 	by := replydeadline.Of(ctx)
 	if end, ok := ctx.Deadline(); ok && (by.IsZero() || end.Before(by)) {
@@ -133,11 +146,14 @@ func (c *claim) unacknowledgedRelease(ctx context.Context, short error) error {
 		// pauses would not see.
 		bounded, cancel := context.WithDeadline(ctx, by)
 		defer cancel()
-		if c.l.untilAcknowledged(bounded, send) {
-			return nil
+		if r, ok := c.l.untilAcknowledged(bounded, send); ok {
+			if n, err := integerReply(r.reply, 0, math.MaxInt32); released || err == nil && n%4 >= 1 {
+				return nil
+			}
+			return ErrNotHeld
 		}
 	}
-	return fmt.Errorf("%w (released on the primary; the Locker is closing, and too few replicas acknowledged it within the release timeout: if a failover brings the lock back, its TTL ends it)", short)
+	return fmt.Errorf("%w (%s; the Locker is closing, and too few replicas acknowledged it again within the release timeout: if a failover brings the lock back, its TTL ends it)", short, verdict)
 }
 
 // ackedSend sends a script under WithReplicaAck: the result's short says
@@ -145,20 +161,21 @@ func (c *claim) unacknowledgedRelease(ctx context.Context, short error) error {
 type ackedSend func(ctx context.Context) (scriptResult, error)
 
 // untilAcknowledged sends a release again, paced, until it runs and
-// enough replicas acknowledge it, or ctx ends, and reports which. WAIT's
-// timeout paces the resends too while the replicas are away.
-func (l *Locker) untilAcknowledged(ctx context.Context, send ackedSend) bool {
+// enough replicas acknowledge it, or ctx ends, and reports which, with
+// the acknowledged run's result. WAIT's timeout paces the resends too
+// while the replicas are away.
+func (l *Locker) untilAcknowledged(ctx context.Context, send ackedSend) (scriptResult, bool) {
 	pause := time.NewTimer(0)
 	defer pause.Stop()
 	for wait := resendPause; ; wait = min(2*wait, maxResendPause) {
 		pause.Reset(wait)
 		select {
 		case <-ctx.Done():
-			return false
+			return scriptResult{}, false
 		case <-pause.C:
 		}
 		if r, err := send(ctx); err == nil && r.short == nil {
-			return true
+			return r, true
 		}
 	}
 }

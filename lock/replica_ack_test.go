@@ -230,3 +230,40 @@ func TestCloseSendsAnUnacknowledgedReleaseAgain(t *testing.T) {
 		})
 	}
 }
+
+// A release that finds the lock not held on a primary too few replicas
+// follow has no verdict: a primary failed over that still answers says
+// that of a lock that stands on the new one. Its Unlock is uncertain,
+// not ErrNotHeld, and the release is sent again until acknowledged.
+func TestNotHeldFromAPrimaryTooFewReplicasFollowIsUncertain(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			primary := redistest.Start(t, redistest.WithConfig("repl-diskless-sync-delay 0"))
+			replica := redistest.Start(t, redistest.WithConfig("replicaof 127.0.0.1 "+strings.TrimPrefix(primary.Addr, "127.0.0.1:")))
+			redistest.Eventually(t, func() bool {
+				return strings.Contains(replica.Do(t, "INFO", "replication").Str, "master_link_status:up")
+			}, 10*time.Second, 10*time.Millisecond, "the replica never synced")
+			ctx := context.Background()
+			l, err := lock.Open(ctx, primary.Addr, modeOptions(mode, lock.WithReplicaAck(1, time.Second))...)
+			require.NoError(t, err)
+			defer l.Close()
+			ls, err := l.Lock(ctx, "k")
+			require.NoError(t, err)
+
+			replica.Pause(t, 3*time.Second)
+			primary.Do(t, "DEL", "baton:{k}") // gone from this node alone
+			err = ls.Unlock(ctx)
+			require.NotErrorIs(t, err, lock.ErrNotHeld)
+			var uncertain *conn.UncertainError
+			require.ErrorAs(t, err, &uncertain)
+			require.ErrorIs(t, err, lock.ErrReplicaAck)
+
+			// With the replica back, the same verdict is acknowledged.
+			replica.Resume()
+			again, err := l.Lock(ctx, "again")
+			require.NoError(t, err)
+			primary.Do(t, "DEL", "baton:{again}")
+			require.ErrorIs(t, again.Unlock(ctx), lock.ErrNotHeld)
+		})
+	}
+}
