@@ -198,11 +198,7 @@ func keyOn(t *testing.T, c *redistest.Cluster, s *redistest.Server, prefix strin
 func TestCloseSendsAnUnacknowledgedReleaseAgain(t *testing.T) {
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
-			primary := redistest.Start(t, redistest.WithConfig("repl-diskless-sync-delay 0"))
-			replica := redistest.Start(t, redistest.WithConfig("replicaof 127.0.0.1 "+strings.TrimPrefix(primary.Addr, "127.0.0.1:")))
-			redistest.Eventually(t, func() bool {
-				return strings.Contains(replica.Do(t, "INFO", "replication").Str, "master_link_status:up")
-			}, 10*time.Second, 10*time.Millisecond, "the replica never synced")
+			primary, replica := startAckingReplica(t)
 			ctx := context.Background()
 			l, err := lock.Open(ctx, primary.Addr, modeOptions(mode, lock.WithReplicaAck(1, time.Second))...)
 			require.NoError(t, err)
@@ -238,11 +234,7 @@ func TestCloseSendsAnUnacknowledgedReleaseAgain(t *testing.T) {
 func TestNotHeldFromAPrimaryTooFewReplicasFollowIsUncertain(t *testing.T) {
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
-			primary := redistest.Start(t, redistest.WithConfig("repl-diskless-sync-delay 0"))
-			replica := redistest.Start(t, redistest.WithConfig("replicaof 127.0.0.1 "+strings.TrimPrefix(primary.Addr, "127.0.0.1:")))
-			redistest.Eventually(t, func() bool {
-				return strings.Contains(replica.Do(t, "INFO", "replication").Str, "master_link_status:up")
-			}, 10*time.Second, 10*time.Millisecond, "the replica never synced")
+			primary, replica := startAckingReplica(t)
 			ctx := context.Background()
 			l, err := lock.Open(ctx, primary.Addr, modeOptions(mode, lock.WithReplicaAck(1, time.Second))...)
 			require.NoError(t, err)
@@ -266,4 +258,24 @@ func TestNotHeldFromAPrimaryTooFewReplicasFollowIsUncertain(t *testing.T) {
 			require.ErrorIs(t, again.Unlock(ctx), lock.ErrNotHeld)
 		})
 	}
+}
+
+// startAckingReplica starts a primary and a replica of it, and returns
+// once the replica acknowledges a write (WAIT), which it may not yet do
+// for a moment after its link is up.
+func startAckingReplica(t *testing.T) (primary, replica *redistest.Server) {
+	t.Helper()
+	primary = redistest.Start(t, redistest.WithConfig("repl-diskless-sync-delay 0"))
+	replica = redistest.Start(t, redistest.WithConfig("replicaof 127.0.0.1 "+strings.TrimPrefix(primary.Addr, "127.0.0.1:")))
+	c, err := conn.Dial(context.Background(), primary.Addr)
+	require.NoError(t, err)
+	defer c.Close()
+	redistest.Eventually(t, func() bool {
+		// On one connection: WAIT counts the acknowledgements of its
+		// own last write.
+		v, err := c.DoMulti(context.Background(), []string{"SET", "acked", "1"}, []string{"WAIT", "1", "100"})
+		return err == nil && v[1].Int == 1
+	}, 30*time.Second, 10*time.Millisecond, "the replica never acknowledged a write")
+	primary.Do(t, "DEL", "acked")
+	return primary, replica
 }
