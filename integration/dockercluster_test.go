@@ -169,38 +169,16 @@ func (c *dockerCluster) Primary(t testing.TB, slot int) clusterNode {
 func (c *dockerCluster) Kill(t testing.TB, n clusterNode) {
 	t.Helper()
 	s := c.node(t, n)
-	id := s.res.Container.ID
-	// docker kill: SIGKILL, as a crash.
-	if err := c.pool.Client.KillContainer(docker.KillContainerOptions{ID: id}); err != nil {
-		t.Fatalf("killing %s: %v", s.addr, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
-	defer cancel()
-	if _, err := c.pool.Client.WaitContainerWithContext(id, ctx); err != nil {
-		t.Fatalf("killing %s: waiting for it to be gone: %v", s.addr, err)
-	}
+	killContainer(t, c.pool, s)
 	c.killed[s] = true
 }
 
 func (c *dockerCluster) Restart(t testing.TB, n clusterNode) {
 	t.Helper()
 	s := c.node(t, n)
-	id := s.res.Container.ID
 	// The container keeps its files, nodes.conf among them, but the
 	// server persists no data.
-	if err := c.pool.Client.StartContainer(id, nil); err != nil {
-		t.Fatalf("starting %s again: %v", s.addr, err)
-	}
-	ct, err := c.pool.Client.InspectContainer(id)
-	if err != nil {
-		t.Fatalf("starting %s again: %v", s.addr, err)
-	}
-	// Nobody else starts on the network, so the engine gives the node
-	// its address back; the cluster and its clients know it by that.
-	host, _, _ := net.SplitHostPort(s.addr)
-	if ip := ct.NetworkSettings.Networks[c.network.Network.Name].IPAddress; ip != host {
-		t.Fatalf("node %s came back on another address: %q", s.addr, ip)
-	}
+	restartContainer(t, c.pool, c.network, s)
 	if err := c.announce(s); err != nil {
 		t.Fatal(err)
 	}
@@ -251,4 +229,38 @@ func createNetwork(t *testing.T, pool *dockertest.Pool, what string) *dockertest
 	}
 	t.Cleanup(func() { removeNetwork(pool, network.Network.ID) })
 	return network
+}
+
+// killContainer kills s's container (docker kill: SIGKILL, as a crash)
+// and waits until it is gone.
+func killContainer(t testing.TB, pool *dockertest.Pool, s *dockerServer) {
+	t.Helper()
+	id := s.res.Container.ID
+	if err := pool.Client.KillContainer(docker.KillContainerOptions{ID: id}); err != nil {
+		t.Fatalf("killing %s: %v", s.addr, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
+	defer cancel()
+	if _, err := pool.Client.WaitContainerWithContext(id, ctx); err != nil {
+		t.Fatalf("killing %s: waiting for it to be gone: %v", s.addr, err)
+	}
+}
+
+// restartContainer starts s's killed container again and checks that it
+// came back on its address on network: nobody else starts there, so the
+// engine gives it back, and the others know the node by it.
+func restartContainer(t testing.TB, pool *dockertest.Pool, network *dockertest.Network, s *dockerServer) {
+	t.Helper()
+	id := s.res.Container.ID
+	if err := pool.Client.StartContainer(id, nil); err != nil {
+		t.Fatalf("starting %s again: %v", s.addr, err)
+	}
+	ct, err := pool.Client.InspectContainer(id)
+	if err != nil {
+		t.Fatalf("starting %s again: %v", s.addr, err)
+	}
+	host, _, _ := net.SplitHostPort(s.addr)
+	if ip := ct.NetworkSettings.Networks[network.Network.Name].IPAddress; ip != host {
+		t.Fatalf("node %s came back on another address: %q", s.addr, ip)
+	}
 }

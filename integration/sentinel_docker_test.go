@@ -1,7 +1,6 @@
 package integration_test
 
 import (
-	"context"
 	"fmt"
 	"net"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/ory/dockertest/v3"
-	"github.com/ory/dockertest/v3/docker"
 
 	"github.com/batonlock/baton/internal/redisproc"
 	"github.com/batonlock/baton/resp"
@@ -266,16 +264,7 @@ func (d *dockerSentinels) Failover(t testing.TB) clusterNode {
 func (d *dockerSentinels) KillPrimary(t testing.TB) clusterNode {
 	t.Helper()
 	p := d.Primary(t).(*dockerServer)
-	id := p.res.Container.ID
-	// docker kill: SIGKILL, as a crash.
-	if err := d.pool.Client.KillContainer(docker.KillContainerOptions{ID: id}); err != nil {
-		t.Fatalf("killing %s: %v", p.addr, err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), killTimeout)
-	defer cancel()
-	if _, err := d.pool.Client.WaitContainerWithContext(id, ctx); err != nil {
-		t.Fatalf("killing %s: waiting for it to be gone: %v", p.addr, err)
-	}
+	killContainer(t, d.pool, p)
 	d.killed[p] = true
 	return p
 }
@@ -301,17 +290,7 @@ func (d *dockerSentinels) RestartReplica(t testing.TB, n clusterNode) {
 	if err := writeConf(d.dirs[i], nodeConf(host, d.nodes[p].addr)); err != nil {
 		t.Fatal(err)
 	}
-	id := s.res.Container.ID
-	if err := d.pool.Client.StartContainer(id, nil); err != nil {
-		t.Fatalf("starting %s again: %v", s.addr, err)
-	}
-	ct, err := d.pool.Client.InspectContainer(id)
-	if err != nil {
-		t.Fatalf("starting %s again: %v", s.addr, err)
-	}
-	if ip := ct.NetworkSettings.Networks[d.network.Network.Name].IPAddress; ip != host {
-		t.Fatalf("node %s came back on another address: %q", s.addr, ip)
-	}
+	restartContainer(t, d.pool, d.network, s)
 	if err := s.waitReady(); err != nil {
 		t.Fatal(err)
 	}
