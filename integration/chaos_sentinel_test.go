@@ -2,9 +2,13 @@ package integration_test
 
 import (
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/batonlock/baton/internal/redisproc"
 )
 
 // TestChaosThroughSentinels is TestChaos through a redis+sentinel URL, on
@@ -73,18 +77,42 @@ func sentinelTarget(t *testing.T, s sentinelsUnderTest) chaosTarget {
 			var b strings.Builder
 			b.WriteString("the sentinels now:\n")
 			for _, sn := range s.Sentinels() {
-				v, err := doAt(sn, "SENTINEL", "MASTER", "mymaster")
+				v, err := sentinelView(sn)
 				if err != nil {
 					fmt.Fprintf(&b, "    %s: %v\n", sn, err)
 					continue
 				}
-				f := map[string]string{}
-				for i := 0; i+1 < len(v.Elems); i += 2 {
-					f[v.Elems[i].Str] = v.Elems[i+1].Str
-				}
-				fmt.Fprintf(&b, "    %s names %s:%s, epoch %s, flags %s\n", sn, f["ip"], f["port"], f["config-epoch"], f["flags"])
+				fmt.Fprintf(&b, "    %s names %s, epoch %d, flags %s\n", sn, v.named, v.epoch, v.flags)
 			}
 			return b.String()
+		},
+		// The sentinels fail over on their own too, where a node the
+		// round's load or faults slow misses their pings for longer than
+		// down-after-milliseconds: the history shows each primary they
+		// come to name, and when, whoever caused it.
+		watch: func(stop <-chan struct{}, note func(string)) {
+			var last sentinelNamed
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				newest := sentinelNamed{epoch: -1}
+				for _, sn := range s.Sentinels() {
+					if v, err := sentinelView(sn); err == nil && v.epoch > newest.epoch {
+						newest = v.sentinelNamed
+					}
+				}
+				if newest.epoch >= 0 && newest != last {
+					if last.named != "" {
+						note(fmt.Sprintf("named %s at epoch %d by a sentinel", newest.named, newest.epoch))
+					}
+					last = newest
+				}
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+			}
 		},
 		faults: chaosSentinelFaults,
 		strike: map[string]func(f *faulter) string{
@@ -107,4 +135,37 @@ func sentinelTarget(t *testing.T, s sentinelsUnderTest) chaosTarget {
 			},
 		},
 	}
+}
+
+// sentinelNamed is the primary a sentinel names, and at which epoch.
+type sentinelNamed struct {
+	named string // host:port
+	epoch int64
+}
+
+// sentinelState is what a sentinel says of the deployment's primary.
+type sentinelState struct {
+	sentinelNamed
+	flags string
+}
+
+// sentinelView asks the sentinel at addr what it knows of the
+// deployment's primary (SENTINEL MASTER).
+func sentinelView(addr string) (sentinelState, error) {
+	v, err := doAt(addr, "SENTINEL", "MASTER", redisproc.SentinelMaster)
+	if err == nil {
+		err = v.Err()
+	}
+	if err != nil {
+		return sentinelState{}, err
+	}
+	f := map[string]string{}
+	for i := 0; i+1 < len(v.Elems); i += 2 {
+		f[v.Elems[i].Str] = v.Elems[i+1].Str
+	}
+	epoch, err := strconv.ParseInt(f["config-epoch"], 10, 64)
+	if err != nil {
+		return sentinelState{}, fmt.Errorf("sentinel %s: config-epoch %q: %w", addr, f["config-epoch"], err)
+	}
+	return sentinelState{sentinelNamed{net.JoinHostPort(f["ip"], f["port"]), epoch}, f["flags"]}, nil
 }

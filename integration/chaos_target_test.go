@@ -2,6 +2,7 @@ package integration_test
 
 import (
 	"math/rand/v2"
+	"sync"
 	"testing"
 	"time"
 )
@@ -30,6 +31,30 @@ type chaosTarget struct {
 	// and describes it for the history.
 	faults []weighted[string]
 	strike map[string]func(f *faulter) string
+	// watch, if not nil, runs on a goroutine of its own through a round,
+	// until stop closes, and notes in the history what the target does
+	// on its own, which no fault injected.
+	watch func(stop <-chan struct{}, note func(string))
+}
+
+// startWatch runs target.watch, if any, noting into rec, and returns
+// the function that stops it and waits for it; that may be called
+// more than once.
+func (target chaosTarget) startWatch(rec *chaosRecorder) func() {
+	if target.watch == nil {
+		return func() {}
+	}
+	stop := make(chan struct{})
+	var watching sync.WaitGroup
+	watching.Go(func() {
+		target.watch(stop, func(note string) {
+			rec.add(chaosRecord{Kind: recFault, ID: rec.newID("fault"), Call: now(), Ret: now(), Note: note})
+		})
+	})
+	return sync.OnceFunc(func() {
+		close(stop)
+		watching.Wait()
+	})
 }
 
 func serverTarget(addr string) chaosTarget {

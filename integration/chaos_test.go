@@ -197,8 +197,11 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 	ran := make(chan error, 1)
 	go func() { ran <- p.run(runCtx) }()
 
+	stopWatch := target.startWatch(faultRec)
+	defer stopWatch()
 	f := &faulter{t: t, target: target, keys: keys, rng: newRand(run.seed, run.variant, uint64(round), 99), rec: faultRec}
 	f.run(until)
+	stopWatch()
 	select {
 	case err := <-ran:
 		require.NoError(t, err)

@@ -295,7 +295,7 @@ func (d *dockerSentinels) RestartReplica(t testing.TB, n clusterNode) {
 		t.Fatal(err)
 	}
 	delete(d.killed, s)
-	if err := dep.WaitSettled(p, sentinelSettle); err != nil {
+	if _, err := dep.WaitSettled(sentinelSettle); err != nil {
 		t.Fatal(err)
 	}
 }

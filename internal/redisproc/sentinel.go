@@ -235,7 +235,13 @@ func (s *Sentinels) RestartReplica(n *Server, timeout time.Duration) error {
 	if err != nil {
 		return fmt.Errorf("redisproc: RestartReplica %s: %w", n.Addr, err)
 	}
-	return d.WaitSettled(i, timeout)
+	// The sentinels may have moved on meanwhile, on their own: the
+	// node replicates from whichever primary they settle on, once they
+	// point it there.
+	if _, err := d.WaitSettled(timeout); err != nil {
+		return fmt.Errorf("redisproc: RestartReplica %s: %w", n.Addr, err)
+	}
+	return nil
 }
 
 // index is n's index in s.Nodes, or -1.
@@ -449,15 +455,26 @@ func (d SentinelDeployment) failedOver() error {
 	return nil
 }
 
-// WaitSettled waits, up to timeout, until Nodes[primary] is the primary
-// every live sentinel names, they know every node and each other, none
-// has a failover in progress, and every other live node is a connected
-// replica of it.
-func (d SentinelDeployment) WaitSettled(primary int, timeout time.Duration) error {
-	return settle(timeout, func() error {
+// WaitSettled waits, up to timeout, until the deployment has settled
+// on a primary, whose index it returns: every live sentinel names it and
+// it says it is one, they know every node and each other, none has a
+// failover in progress, and every other live node is a connected
+// replica of it. Which node that is, it leaves to the sentinels: under
+// load, or with a node frozen, they may fail over on their own, and a
+// deployment that settled on another primary than the caller last saw
+// has settled all the same.
+func (d SentinelDeployment) WaitSettled(timeout time.Duration) (int, error) {
+	return d.waitSettledOn(func(int) error { return nil }, timeout)
+}
+
+// waitSettledOn is WaitSettled, where the primary it settles on must
+// also pass want.
+func (d SentinelDeployment) waitSettledOn(want func(primary int) error, timeout time.Duration) (int, error) {
+	primary := -1
+	err := settle(timeout, func() error {
 		p, err := d.Primary()
-		if err == nil && p != primary {
-			err = fmt.Errorf("the primary is %s, not %s", d.Nodes[p].Addr, d.Nodes[primary].Addr)
+		if err == nil {
+			err = want(p)
 		}
 		if err == nil {
 			err = d.known()
@@ -466,10 +483,15 @@ func (d SentinelDeployment) WaitSettled(primary int, timeout time.Duration) erro
 			err = d.failedOver()
 		}
 		if err == nil {
-			err = d.replicatingFrom(primary)
+			err = d.replicatingFrom(p)
 		}
+		primary = p
 		return err
 	})
+	if err != nil {
+		return -1, err
+	}
+	return primary, nil
 }
 
 // Failover has a live sentinel promote a replica (SENTINEL FAILOVER) and
@@ -495,24 +517,12 @@ func (d SentinelDeployment) Failover(timeout time.Duration) (int, error) {
 // they know every node and each other, none has a failover in progress,
 // and every other live node replicates from it. It returns its index.
 func (d SentinelDeployment) WaitPrimary(old int, timeout time.Duration) (int, error) {
-	primary := -1
-	err := settle(timeout, func() error {
-		p, err := d.Primary()
-		if err == nil && p == old {
-			err = errors.New("the old primary is still named")
+	primary, err := d.waitSettledOn(func(p int) error {
+		if p == old {
+			return errors.New("the old primary is still named")
 		}
-		if err == nil {
-			err = d.known()
-		}
-		if err == nil {
-			err = d.failedOver()
-		}
-		if err == nil {
-			err = d.replicatingFrom(p)
-		}
-		primary = p
-		return err
-	})
+		return nil
+	}, timeout)
 	if err != nil {
 		return -1, fmt.Errorf("redisproc: no new primary: %w", err)
 	}
