@@ -195,7 +195,7 @@ func (c *Client) dial(ctx context.Context, delay time.Duration) (*Conn, namedPri
 		}
 	}
 	if len(c.target.sentinels) > 0 {
-		return c.dialPrimary(ctx)
+		return c.awaitPrimary(ctx)
 	}
 	cn, err := dialTarget(ctx, c.addr, c.target, c.opts)
 	return cn, namedPrimary{}, err

@@ -74,7 +74,7 @@ type noPrimaryError struct {
 	master string
 	// named is whether some sentinel named a primary, which could not be
 	// reached or said it is none: a failover under way, whose end a
-	// Client waits for (see Client.dialPrimary).
+	// Client waits for (see Client.awaitPrimary).
 	named bool
 	errs  []error
 }
@@ -148,7 +148,7 @@ const (
 	maxFailoverPause   = 500 * time.Millisecond
 )
 
-// dialPrimary dials the primary the sentinels name. While they name one
+// awaitPrimary dials the primary the sentinels name. While they name one
 // that cannot be reached or says it is none, a failover is under way (or
 // a sentinel lags): it asks again, paced, for as long as ctx allows, as
 // a cluster's calls wait out CLUSTERDOWN, so that a call or a release
@@ -156,7 +156,7 @@ const (
 // once. Where no sentinel names a primary at all (none answers, none
 // knows the name), it fails at once: the address is wrong, not the
 // moment. Close ends the wait.
-func (c *Client) dialPrimary(ctx context.Context) (*Conn, namedPrimary, error) {
+func (c *Client) awaitPrimary(ctx context.Context) (*Conn, namedPrimary, error) {
 	addr := urltext.Redacted(c.addr)
 	pause := firstFailoverPause
 	var last *noPrimaryError // the answers of the last dial that ended of itself
