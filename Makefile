@@ -30,7 +30,8 @@ test: lint need-redis
 	cd otel && $(GO) test -race -count=1 ./...
 
 # The whole integration suite, with a five-minute soak and five minutes of
-# the randomized checker on one server and five on a cluster
+# the randomized checker on one server, five on a cluster and five
+# through sentinels
 # (ARGS="-chaos.time 30m" for longer), against containers
 # of a local image where Docker answers (BATON_REDIS_IMAGE names it;
 # BATON_REDIS_IMAGES=a,b runs the suite once per image), else against a

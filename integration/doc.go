@@ -101,7 +101,9 @@
 // replicas and three sentinels, with WithReplicaAck(2) (both replicas) and
 // a 20s release timeout that outlasts a failover, adding a killed primary
 // (promoted replica, the node back as its replica) and a frozen sentinel
-// to the faults.
+// to the faults; its history also notes each primary a sentinel comes to
+// name, at which epoch, since the sentinels fail over on their own too
+// when a loaded node misses their pings.
 //
 // Sentinel. Each backend also starts a primary with two replicas watched
 // by three sentinels: processes, or containers on a network of their own,
