@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -266,5 +267,67 @@ func TestALeaseWhoseLockDidNotSurviveAFailoverSaysSo(t *testing.T) {
 			}
 			require.ErrorIs(t, lost.Unlock(unlockCtx), lock.ErrNotHeld)
 		})
+	}
+}
+
+// Keyspace events, which fast mode's waiters hear releases by, are a
+// node's own setting: CONFIG SET is not replicated, so the replica a
+// failover promotes has none. Open's rules for CONFIG follow the
+// primary: the subscriber turns them on there when it reconnects to it.
+func TestKeyspaceEventsAreTurnedOnOnThePromotedReplica(t *testing.T) {
+	s := redistest.StartSentinels(t, 2, 3)
+	ctx := context.Background()
+	l, err := lock.Open(ctx, s.URL(), lock.WithTTL(time.Minute))
+	require.NoError(t, err)
+	defer l.Close()
+	events := func(n *redistest.Server) string {
+		v := n.Do(t, "CONFIG", "GET", "notify-keyspace-events")
+		require.Len(t, v.Elems, 2, "CONFIG GET's reply")
+		return v.Elems[1].Str
+	}
+	turnedOn := func(n *redistest.Server) bool {
+		flags := events(n)
+		for _, f := range "Kgxe" {
+			if !strings.ContainsRune(flags, f) {
+				return false
+			}
+		}
+		return true
+	}
+	require.True(t, turnedOn(s.Primary(t)), "Open turned them on on the primary")
+	for _, n := range s.Nodes {
+		if n != s.Primary(t).Server {
+			require.Empty(t, events(&redistest.Server{Server: n}), "a replica has none of its own")
+		}
+	}
+
+	promoted := s.Failover(t, 30*time.Second)
+	redistest.Eventually(t, func() bool { return turnedOn(promoted) }, 20*time.Second, 10*time.Millisecond,
+		"keyspace events were not turned on on the promoted replica")
+
+	// And a waiter of another Locker, which hears of the release through
+	// the new primary's pub/sub, gets the lock then, not at the holder's
+	// TTL.
+	other, err := lock.Open(ctx, s.URL(), lock.WithTTL(time.Minute))
+	require.NoError(t, err)
+	defer other.Close()
+	held := mustLock(t, l, "k")
+	got := make(chan error, 1)
+	go func() {
+		waitCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		ls, err := other.Lock(waitCtx, "k")
+		if err == nil {
+			err = ls.Unlock(waitCtx)
+		}
+		got <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the waiter waits
+	require.NoError(t, held.Unlock(ctx))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the waiter did not get the released lock within 20s")
 	}
 }
