@@ -31,6 +31,11 @@ type Client struct {
 	// Through sentinels (sentinel_watch.go).
 	primary namedPrimary // guarded by mu: what conn was dialled to, as the sentinel named it
 	newest  int64        // guarded by mu: the newest epoch heard of
+	// named is the primary the watcher's sentinel named last, and
+	// cutDial cancels the dial in progress, if any, when it names
+	// another. Guarded by mu.
+	named   namedPrimary
+	cutDial context.CancelCauseFunc
 	// watching is closed when the watcher returns, and stopWatching
 	// stops it; both nil until the first dial starts it. Guarded by mu.
 	watching     chan struct{}

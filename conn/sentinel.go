@@ -168,10 +168,16 @@ func (c *Client) awaitPrimary(ctx context.Context) (*Conn, namedPrimary, error) 
 		return last
 	}
 	for {
-		c.mu.Lock()
-		newest := c.newest
-		c.mu.Unlock()
-		cn, p, err := dialPrimary(ctx, addr, c.target, c.opts, newest)
+		cn, p, cut, err := c.dialUntilSwitch(ctx, addr)
+		if cut {
+			// The sentinels named another primary while this dial
+			// waited on the old one (a dead host that never answers
+			// keeps a dial for its whole timeout): ask them again now.
+			if err == nil {
+				_ = cn.Close()
+			}
+			continue
+		}
 		var none *noPrimaryError
 		switch {
 		case !errors.As(err, &none):
@@ -194,6 +200,23 @@ func (c *Client) awaitPrimary(ctx context.Context) (*Conn, namedPrimary, error) 
 		}
 		pause = min(2*pause, maxFailoverPause)
 	}
+}
+
+// dialUntilSwitch is dialPrimary, cut short if the watcher hears the
+// sentinels name another primary meanwhile; cut reports whether it was,
+// while ctx had not ended.
+func (c *Client) dialUntilSwitch(ctx context.Context, addr string) (cn *Conn, p namedPrimary, cut bool, err error) {
+	dialCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	c.mu.Lock()
+	newest := c.newest
+	c.cutDial = cancel
+	c.mu.Unlock()
+	cn, p, err = dialPrimary(dialCtx, addr, c.target, c.opts, newest)
+	c.mu.Lock()
+	c.cutDial = nil
+	c.mu.Unlock()
+	return cn, p, ctx.Err() == nil && errors.Is(context.Cause(dialCtx), errPrimarySwitched), err
 }
 
 // dialNamed dials the primary p names, with t's credentials and database,

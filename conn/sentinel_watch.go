@@ -147,13 +147,21 @@ func announcesSwitch(v resp.Value, master string) bool {
 // leads a failover gives its new epoch to the old primary's address as
 // soon as the replica is promoted, a second before it switches the
 // address. An answer with an older epoch changes nothing: its sentinel
-// lags.
+// lags. An answer that names another node than the last one, with an
+// epoch no older, also cuts short a dial in progress, which may be
+// waiting on a dead host that never answers, for the dial timeout.
 func (c *Client) heard(p namedPrimary) {
 	c.mu.Lock()
 	c.newest = max(c.newest, p.epoch)
 	var stale *Conn
 	if c.conn != nil && p.epoch >= c.primary.epoch && p.addr != c.primary.addr {
 		stale = c.conn // the next call finds it failed and dials
+	}
+	if p.epoch >= c.named.epoch {
+		if c.named.addr != "" && p.addr != c.named.addr && c.cutDial != nil {
+			c.cutDial(errPrimarySwitched)
+		}
+		c.named = p
 	}
 	c.mu.Unlock()
 	if stale != nil {

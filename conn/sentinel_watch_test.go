@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -93,10 +94,12 @@ func announcement(payload string) string {
 // sentinel behind a proxy that allows no pub/sub might); answered counts
 // the SENTINEL questions it answered.
 func fakeSentinel(t *testing.T, master []string, announce []string, answered *atomic.Int64) *redistest.Fake {
-	reply := fmt.Sprintf("*%d\r\n", len(master))
-	for _, f := range master {
-		reply += bulk(f)
-	}
+	return changingSentinel(t, func() []string { return master }, announce, answered)
+}
+
+// changingSentinel is fakeSentinel, whose SENTINEL MASTER reply is what
+// master returns when asked.
+func changingSentinel(t *testing.T, master func() []string, announce []string, answered *atomic.Int64) *redistest.Fake {
 	return redistest.NewFake(t, func(s *redistest.Session) {
 		for {
 			cmd, err := s.ReadCommand()
@@ -107,6 +110,11 @@ func fakeSentinel(t *testing.T, master []string, announce []string, answered *at
 			case "HELLO":
 				_ = s.Send("%1\r\n" + bulk("proto") + ":3\r\n")
 			case "SENTINEL":
+				fields := master()
+				reply := fmt.Sprintf("*%d\r\n", len(fields))
+				for _, f := range fields {
+					reply += bulk(f)
+				}
 				_ = s.Send(reply)
 				answered.Add(1)
 			case "SUBSCRIBE":
@@ -191,10 +199,6 @@ func TestASentinelsBadAnswerIsPassedOverWithItsReason(t *testing.T) {
 // first in the address and the old primary still says it is one.
 func TestASentinelThatNamesAnOlderEpochIsPassedOver(t *testing.T) {
 	old, promoted := redistest.Start(t), redistest.Start(t)
-	fields := func(addr, epoch string) []string {
-		host, port, _ := net.SplitHostPort(addr)
-		return []string{"name", "mymaster", "ip", host, "port", port, "config-epoch", epoch}
-	}
 	var lagging, current atomic.Int64
 	// The lagging sentinel takes no subscription: the Client's watcher
 	// moves on to the current one, and hears the new epoch there.
@@ -214,4 +218,81 @@ func TestASentinelThatNamesAnOlderEpochIsPassedOver(t *testing.T) {
 	time.Sleep(2500 * time.Millisecond) // past the watcher's next question
 	require.Equal(t, newPort, portOf(c))
 	require.Equal(t, asked, lagging.Load(), "the client dialled again")
+}
+
+// fields is SENTINEL MASTER's reply, naming the primary at addr at epoch.
+func fields(addr, epoch string) []string {
+	host, port, _ := net.SplitHostPort(addr)
+	return []string{"name", "mymaster", "ip", host, "port", port, "config-epoch", epoch}
+}
+
+// A dial to a primary that never answers (a dead host, whose packets go
+// nowhere, holds a dial for its whole timeout) ends when the sentinels
+// name another: the call goes on to the new primary at the watcher's
+// next question, not at the dial timeout.
+func TestADialToADeadPrimaryEndsWhenTheSentinelsNameAnother(t *testing.T) {
+	first, promoted := redistest.Start(t), redistest.Start(t)
+	dead := redistest.NewFake(t, func(s *redistest.Session) {
+		for { // reads, never answers
+			if _, err := s.ReadCommand(); err != nil {
+				return
+			}
+		}
+	})
+	var answer atomic.Pointer[[]string]
+	name := func(addr, epoch string) {
+		f := fields(addr, epoch)
+		answer.Store(&f)
+	}
+	name(first.Addr, "0")
+	var answered atomic.Int64
+	sentinel := changingSentinel(t, func() []string { return *answer.Load() }, []string{}, &answered)
+	c, err := conn.NewClient("redis+sentinel://"+sentinel.Addr+"/mymaster", conn.WithDialTimeout(time.Minute))
+	require.NoError(t, err)
+	defer c.Close()
+	_, firstPort, _ := net.SplitHostPort(first.Addr)
+	_, newPort, _ := net.SplitHostPort(promoted.Addr)
+	require.Equal(t, firstPort, portOf(c)) // the first dial starts the watcher
+
+	// The sentinels name the dead node; the watcher breaks the
+	// connection, and the next call dials there and waits.
+	name(dead.Addr, "1")
+	type result struct {
+		port    string
+		err     error
+		waiting time.Duration
+	}
+	got := make(chan result, 1)
+	go func() {
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			began := time.Now()
+			v, err := c.Do(ctx, "CONFIG", "GET", "port")
+			cancel()
+			switch {
+			case errors.Is(err, conn.ErrBroken): // the watcher broke it in flight
+			case err == nil && len(v.Elems) == 2 && v.Elems[1].Str == firstPort: // not yet
+				time.Sleep(5 * time.Millisecond)
+			case err != nil:
+				got <- result{err: err, waiting: time.Since(began)}
+				return
+			default:
+				got <- result{port: v.Elems[1].Str, waiting: time.Since(began)}
+				return
+			}
+		}
+	}()
+	redistest.Eventually(t, func() bool { return dead.Accepted() > 0 }, 10*time.Second, 5*time.Millisecond,
+		"no call dialled the dead node")
+	named := time.Now()
+	name(promoted.Addr, "2")
+	select {
+	case r := <-got:
+		require.NoError(t, r.err, "the call waited on the dead node for %v", r.waiting)
+		require.Equal(t, newPort, r.port)
+		t.Logf("the call reached the new primary %v after a sentinel named it, %v after it began",
+			time.Since(named).Round(time.Millisecond), r.waiting.Round(time.Millisecond))
+	case <-time.After(45 * time.Second):
+		t.Fatal("the call did not return within its 30s context")
+	}
 }
