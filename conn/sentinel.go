@@ -161,44 +161,57 @@ func (c *Client) awaitPrimary(ctx context.Context) (*Conn, namedPrimary, error) 
 	pause := firstFailoverPause
 	var last *noPrimaryError // the answers of the last dial that ended of itself
 	ended := func(none *noPrimaryError) error {
-		if last == nil {
+		switch {
+		case last != nil:
+			last.errs = append(last.errs, ctx.Err())
+			return last
+		case none != nil:
 			return none // the ctx's error is among its own
+		default:
+			return fmt.Errorf("conn: dial %s: %w", addr, ctx.Err())
 		}
-		last.errs = append(last.errs, ctx.Err())
-		return last
 	}
+	cuts := 0
 	for {
 		cn, p, cut, err := c.dialUntilSwitch(ctx, addr)
+		wait := pause
 		if cut {
 			// The sentinels named another primary while this dial
 			// waited on the old one (a dead host that never answers
-			// keeps a dial for its whole timeout): ask them again now.
+			// keeps a dial for its whole timeout): ask them again, at
+			// once the first time, then paced, so that sentinels whose
+			// answers keep changing cannot keep the Client dialling.
 			if err == nil {
 				_ = cn.Close()
 			}
-			continue
+			if cuts++; cuts == 1 {
+				wait = 0
+			}
+		} else {
+			var none *noPrimaryError
+			switch {
+			case !errors.As(err, &none):
+				return cn, p, err
+			case ctx.Err() != nil:
+				return nil, namedPrimary{}, ended(none)
+			case !none.named:
+				return nil, namedPrimary{}, none
+			}
+			last = none
 		}
-		var none *noPrimaryError
-		switch {
-		case !errors.As(err, &none):
-			return cn, p, err
-		case ctx.Err() != nil:
-			return nil, namedPrimary{}, ended(none)
-		case !none.named:
-			return nil, namedPrimary{}, none
-		}
-		last = none
-		t := time.NewTimer(pause)
+		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, namedPrimary{}, ended(none)
+			return nil, namedPrimary{}, ended(nil)
 		case <-c.closing:
 			t.Stop()
 			return nil, namedPrimary{}, ErrClosed
 		}
-		pause = min(2*pause, maxFailoverPause)
+		if wait > 0 {
+			pause = min(2*pause, maxFailoverPause)
+		}
 	}
 }
 
