@@ -155,7 +155,9 @@ const (
 // made during a failover lands on the new primary rather than failing at
 // once. Where no sentinel names a primary at all (none answers, none
 // knows the name), it fails at once: the address is wrong, not the
-// moment. Close ends the wait.
+// moment. A dial still waiting when the watcher hears the sentinels name
+// another primary is cut short and made again (dialUntilSwitch). Close
+// ends the wait.
 func (c *Client) awaitPrimary(ctx context.Context) (*Conn, namedPrimary, error) {
 	addr := urltext.Redacted(c.addr)
 	pause := firstFailoverPause
