@@ -129,14 +129,12 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, styl
 			return c.errorf("unlock", ErrStateMissing)
 		}
 	} else {
-		n, err := integerReply(v.result.reply, 0, math.MaxInt32)
+		outcome, skipped, err := plainReleaseReply(v.result.reply)
 		if err != nil {
 			return c.errorf("unlock", err)
 		}
-		var skipped int64
-		n, skipped = n%4, n/4
-		done = n >= 1
-		if n == 2 {
+		done = outcome != releaseNotHeld
+		if outcome == releaseHandedOn {
 			c.l.contention.handedOn(c.names.lock)
 		}
 		c.skipped(int(skipped))
@@ -308,4 +306,19 @@ func (l *Locker) retrying(ctx context.Context, v *retried, err error) bool {
 		}
 	}
 	return time.Now().Before(v.giveUp)
+}
+
+// What a plain release script (the release of fast.lua and fair.lua)
+// did, the remainder of its reply by 4; 1 is a lock deleted.
+const (
+	releaseNotHeld  = 0 // the lock was not the owner's
+	releaseHandedOn = 2 // to the waiter that asked, or the queue's head
+)
+
+// plainReleaseReply reads a plain release script's reply: what it did,
+// and how many waiters it skipped on the way (the quotient by 4), whose
+// processes were gone.
+func plainReleaseReply(v resp.Value) (outcome, skipped int64, err error) {
+	n, err := integerReply(v, 0, math.MaxInt32)
+	return n % 4, n / 4, err
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -147,7 +146,7 @@ func (c *claim) unacknowledgedRelease(ctx context.Context, short error, released
 		bounded, cancel := context.WithDeadline(ctx, by)
 		defer cancel()
 		if r, ok := c.l.untilAcknowledged(bounded, send); ok {
-			if n, err := integerReply(r.reply, 0, math.MaxInt32); released || err == nil && n%4 >= 1 {
+			if outcome, _, err := plainReleaseReply(r.reply); released || err == nil && outcome != releaseNotHeld {
 				return nil
 			}
 			return ErrNotHeld
