@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonlock/baton/internal/replydeadline"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -125,7 +126,7 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 			// Only now, so that a call on a live connection costs no
 			// context.
 			var cancel context.CancelFunc
-			ctx, cancel = withReplyBound(ctx)
+			ctx, cancel = replydeadline.Bound(ctx)
 			defer cancel()
 			bounded = true
 		}

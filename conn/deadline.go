@@ -27,15 +27,6 @@ func WithReplyDeadline(ctx context.Context, t time.Time) context.Context {
 // replyBy is the reply deadline ctx carries, or the zero time.
 func replyBy(ctx context.Context) time.Time { return replydeadline.Of(ctx) }
 
-// withReplyBound returns ctx with a context deadline at its reply deadline,
-// for the waits that only a context bounds (a dial, a redial in progress).
-func withReplyBound(ctx context.Context) (context.Context, context.CancelFunc) {
-	if by := replyBy(ctx); !by.IsZero() {
-		return context.WithDeadline(ctx, by)
-	}
-	return ctx, func() {}
-}
-
 // earlier returns the earlier of two deadlines, where the zero time is none.
 func earlier(a, b time.Time) time.Time {
 	if a.IsZero() || !b.IsZero() && b.Before(a) {

@@ -136,15 +136,11 @@ func (c *claim) unacknowledgedRelease(ctx context.Context, short error, released
 	if c.l.spawn(resend) {
 		return fmt.Errorf("%w (%s, and sent again in the background until acknowledged)", short, verdict)
 	}
-	by := replydeadline.Of(ctx)
-	if end, ok := ctx.Deadline(); ok && (by.IsZero() || end.Before(by)) {
-		by = end
-	}
-	if !by.IsZero() {
-		// ctx may end by a reply deadline alone, which untilAcknowledged's
-		// pauses would not see.
-		bounded, cancel := context.WithDeadline(ctx, by)
-		defer cancel()
+	// ctx may end by a reply deadline alone, which untilAcknowledged's
+	// pauses would not see.
+	bounded, cancel := replydeadline.Bound(ctx)
+	defer cancel()
+	if _, ok := bounded.Deadline(); ok {
 		if r, ok := c.l.untilAcknowledged(bounded, send); ok {
 			if outcome, _, err := plainReleaseReply(r.reply); released || err == nil && outcome != releaseNotHeld {
 				return nil

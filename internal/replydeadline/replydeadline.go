@@ -20,6 +20,16 @@ func With(ctx context.Context, t time.Time) context.Context {
 	return &replyDeadlineCtx{Context: ctx, by: t}
 }
 
+// Bound returns ctx with a context deadline at its reply deadline, if it
+// carries one, for the waits that only a context ends (a dial, a pause
+// between attempts); the parent's deadline, if earlier, stays the bound.
+func Bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if by := Of(ctx); !by.IsZero() {
+		return context.WithDeadline(ctx, by)
+	}
+	return ctx, func() {}
+}
+
 // Of returns the reply deadline that With put on ctx, or the zero time if
 // there is none.
 func Of(ctx context.Context) time.Time {
