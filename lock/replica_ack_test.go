@@ -198,10 +198,8 @@ func keyOn(t *testing.T, c *redistest.Cluster, s *redistest.Server, prefix strin
 func TestCloseSendsAnUnacknowledgedReleaseAgain(t *testing.T) {
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
-			primary, replica := startAckingReplica(t)
+			l, _, replica := openAckedByAReplica(t, mode)
 			ctx := context.Background()
-			l, err := lock.Open(ctx, primary.Addr, modeOptions(mode, lock.WithReplicaAck(1, time.Second))...)
-			require.NoError(t, err)
 			held, err := l.Lock(ctx, "held")
 			require.NoError(t, err)
 			left, err := l.Lock(ctx, "left")
@@ -234,10 +232,8 @@ func TestCloseSendsAnUnacknowledgedReleaseAgain(t *testing.T) {
 func TestNotHeldFromAPrimaryTooFewReplicasFollowIsUncertain(t *testing.T) {
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
-			primary, replica := startAckingReplica(t)
+			l, primary, replica := openAckedByAReplica(t, mode)
 			ctx := context.Background()
-			l, err := lock.Open(ctx, primary.Addr, modeOptions(mode, lock.WithReplicaAck(1, time.Second))...)
-			require.NoError(t, err)
 			defer l.Close()
 			ls, err := l.Lock(ctx, "k")
 			require.NoError(t, err)
@@ -260,10 +256,12 @@ func TestNotHeldFromAPrimaryTooFewReplicasFollowIsUncertain(t *testing.T) {
 	}
 }
 
-// startAckingReplica starts a primary and a replica of it, and returns
-// once the replica acknowledges a write (WAIT), which it may not yet do
-// for a moment after its link is up.
-func startAckingReplica(t *testing.T) (primary, replica *redistest.Server) {
+// openAckedByAReplica starts a primary and a replica of it, waits until
+// the replica acknowledges a write (WAIT), which it may not yet do for a
+// moment after its link is up, and opens a Locker in mode on the primary
+// whose writes wait for the replica's acknowledgement, for up to a
+// second. The caller closes it.
+func openAckedByAReplica(t *testing.T, mode string) (l *lock.Locker, primary, replica *redistest.Server) {
 	t.Helper()
 	primary = redistest.Start(t, redistest.WithConfig("repl-diskless-sync-delay 0"))
 	replica = redistest.Start(t, redistest.WithConfig("replicaof 127.0.0.1 "+strings.TrimPrefix(primary.Addr, "127.0.0.1:")))
@@ -277,5 +275,7 @@ func startAckingReplica(t *testing.T) (primary, replica *redistest.Server) {
 		return err == nil && v[1].Int == 1
 	}, 30*time.Second, 10*time.Millisecond, "the replica never acknowledged a write")
 	primary.Do(t, "DEL", "acked")
-	return primary, replica
+	l, err = lock.Open(context.Background(), primary.Addr, modeOptions(mode, lock.WithReplicaAck(1, time.Second))...)
+	require.NoError(t, err)
+	return l, primary, replica
 }
