@@ -152,16 +152,9 @@ type sentinelState struct {
 // sentinelView asks the sentinel at addr what it knows of the
 // deployment's primary (SENTINEL MASTER).
 func sentinelView(addr string) (sentinelState, error) {
-	v, err := doAt(addr, "SENTINEL", "MASTER", redisproc.SentinelMaster)
-	if err == nil {
-		err = v.Err()
-	}
+	f, err := redisproc.SentinelMember{Addr: addr}.Master()
 	if err != nil {
 		return sentinelState{}, err
-	}
-	f := map[string]string{}
-	for i := 0; i+1 < len(v.Elems); i += 2 {
-		f[v.Elems[i].Str] = v.Elems[i+1].Str
 	}
 	epoch, err := strconv.ParseInt(f["config-epoch"], 10, 64)
 	if err != nil {

@@ -186,16 +186,31 @@ func (sn SentinelMember) view() string {
 	if !sn.live() {
 		return "frozen"
 	}
-	v, err := sn.do("SENTINEL", "MASTER", SentinelMaster)
+	f, err := sn.Master()
 	if err != nil {
 		return err.Error()
 	}
-	f := map[string]string{}
+	return viewOf(f)
+}
+
+// viewOf is view, of SENTINEL MASTER's fields f.
+func viewOf(f map[string]string) string {
+	return fmt.Sprintf("names %s:%s, flags %s, config epoch %s, failover state %s",
+		f["ip"], f["port"], f["flags"], f["config-epoch"], f["failover-state"])
+}
+
+// Master is what the sentinel says of the primary it watches (SENTINEL
+// MASTER), field by field: ip, port, flags, config-epoch and the rest.
+func (sn SentinelMember) Master() (map[string]string, error) {
+	v, err := sn.do("SENTINEL", "MASTER", SentinelMaster)
+	if err != nil {
+		return nil, err
+	}
+	f := make(map[string]string, len(v.Elems)/2)
 	for i := 0; i+1 < len(v.Elems); i += 2 {
 		f[v.Elems[i].Str] = v.Elems[i+1].Str
 	}
-	return fmt.Sprintf("names %s:%s, flags %s, config epoch %s, failover state %s",
-		f["ip"], f["port"], f["flags"], f["config-epoch"], f["failover-state"])
+	return f, nil
 }
 
 // RestartReplica starts n, a data node that was killed, again as a
@@ -442,14 +457,12 @@ func (d SentinelDeployment) replicatingFrom(primary int) error {
 // held. A deployment is settled only once every failover has ended.
 func (d SentinelDeployment) failedOver() error {
 	for _, sn := range d.live() {
-		v, err := sn.do("SENTINEL", "MASTER", SentinelMaster)
+		f, err := sn.Master()
 		if err != nil {
 			return err
 		}
-		for i := 0; i+1 < len(v.Elems); i += 2 {
-			if v.Elems[i].Str == "flags" && strings.Contains(v.Elems[i+1].Str, "failover_in_progress") {
-				return fmt.Errorf("sentinel %s has a failover in progress: %s", sn.Addr, sn.view())
-			}
+		if strings.Contains(f["flags"], "failover_in_progress") {
+			return fmt.Errorf("sentinel %s has a failover in progress: %s", sn.Addr, viewOf(f))
 		}
 	}
 	return nil
