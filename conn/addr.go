@@ -33,14 +33,14 @@ func parseAddr(addr string) (target, error) {
 	if !strings.Contains(addr, "://") {
 		if strings.Contains(addr, "@") {
 			// user:password@host:port: not quoted, as it holds a password.
-			return target{}, errors.New("conn: address: a user or password needs a URL (redis://user:password@host:port)")
+			return target{}, &invalidAddress{urltext.Redacted(addr), errors.New("a user or password needs a URL (redis://user:password@host:port)")}
 		}
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
-			return target{}, fmt.Errorf("conn: address %q: want host:port or a URL: %w", addr, err)
+			return target{}, &invalidAddress{addr, fmt.Errorf("want host:port or a URL: %w", err)}
 		}
 		if host == "" || port == "" {
-			return target{}, fmt.Errorf("conn: address %q: want host:port", addr)
+			return target{}, &invalidAddress{addr, errors.New("want host:port")}
 		}
 		return target{network: "tcp", address: addr, serverName: host}, nil
 	}
@@ -49,7 +49,7 @@ func parseAddr(addr string) (target, error) {
 	quoted := urltext.Redacted(addr)
 	u, err := urltext.Parse(addr)
 	if err != nil {
-		return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
+		return target{}, &invalidAddress{quoted, err}
 	}
 	t := target{}
 	if u.User != nil {
@@ -61,7 +61,7 @@ func parseAddr(addr string) (target, error) {
 	switch u.Scheme {
 	case "redis", "rediss":
 		if u.Hostname() == "" {
-			return target{}, fmt.Errorf("conn: address %q: no host", quoted)
+			return target{}, &invalidAddress{quoted, errors.New("no host")}
 		}
 		port := u.Port()
 		if port == "" {
@@ -73,33 +73,33 @@ func parseAddr(addr string) (target, error) {
 		t.useTLS = u.Scheme == "rediss"
 		if p := strings.Trim(u.Path, "/"); p != "" {
 			if t.db, err = parseDB(p); err != nil {
-				return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
+				return target{}, &invalidAddress{quoted, err}
 			}
 		}
 	case "redis+sentinel", "rediss+sentinel":
 		if err := t.parseSentinel(u); err != nil {
-			return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
+			return target{}, &invalidAddress{quoted, err}
 		}
 	case "unix":
 		if u.Path == "" {
-			return target{}, fmt.Errorf("conn: address %q: no socket path", quoted)
+			return target{}, &invalidAddress{quoted, errors.New("no socket path")}
 		}
 		t.network, t.address = "unix", u.Path
 	default:
-		return target{}, fmt.Errorf("conn: address %q: unknown scheme %q (want redis, rediss, redis+sentinel, rediss+sentinel or unix)", quoted, u.Scheme)
+		return target{}, &invalidAddress{quoted, fmt.Errorf("unknown scheme %q (want redis, rediss, redis+sentinel, rediss+sentinel or unix)", u.Scheme)}
 	}
 	for key := range query {
 		switch {
 		case key == "db":
 			if t.db, err = parseDB(query.Get("db")); err != nil {
-				return target{}, fmt.Errorf("conn: address %q: %w", quoted, err)
+				return target{}, &invalidAddress{quoted, err}
 			}
 		case key == "sentinel_username" && t.sentinels != nil:
 			t.sentinelUsername = query.Get(key)
 		case key == "sentinel_password" && t.sentinels != nil:
 			t.sentinelPassword = query.Get(key)
 		default:
-			return target{}, fmt.Errorf("conn: address %q: unknown parameter %q", quoted, key)
+			return target{}, &invalidAddress{quoted, fmt.Errorf("unknown parameter %q", key)}
 		}
 	}
 	return t, nil

@@ -24,12 +24,14 @@ func TestBadAddressesAreRefusedBeforeDialing(t *testing.T) {
 		"unix://",
 		"unix:///tmp/redis.sock?db=two",
 		"redis://local host:6379",
+		"redis://[bad",
+		"app:pw@localhost:6379",
 	} {
 		t.Run(addr, func(t *testing.T) {
 			_, err := conn.NewClient(addr)
-			require.Error(t, err)
+			require.ErrorIs(t, err, conn.ErrInvalid)
 			c, err := conn.Dial(context.Background(), addr)
-			require.Error(t, err)
+			require.ErrorIs(t, err, conn.ErrInvalid)
 			require.Nil(t, c)
 		})
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/batonlock/baton/internal/replydeadline"
+	"github.com/batonlock/baton/internal/urltext"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -18,16 +19,19 @@ import (
 // with an *UncertainError, since only the caller knows whether its command
 // may run twice.
 type Client struct {
-	addr   string
+	addr   urltext.Address // prints with its passwords hidden
 	target target
 	opts   options
 
 	mu       sync.Mutex
 	conn     *Conn         // guarded by mu: the current connection, or nil
-	dialing  chan struct{} // guarded by mu: closed when the dial in progress ends
+	dialing  *dialAttempt  // guarded by mu: the dial in progress, or nil
 	failures int           // guarded by mu: dials failed in a row
 	closed   bool          // guarded by mu
 	closing  chan struct{} // closed by Close, to end a wait for a failover
+	// abortDial ends the dial in progress, for Close and Interrupt.
+	// Guarded by mu.
+	abortDial context.CancelCauseFunc
 
 	// Through sentinels (sentinel_watch.go).
 	primary namedPrimary // guarded by mu: what conn was dialled to, as the sentinel named it
@@ -50,11 +54,13 @@ func NewClient(addr string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Client{addr: addr, target: t, opts: t.resolve(opts), closing: make(chan struct{})}, nil
+	return &Client{addr: urltext.NewAddress(addr), target: t, opts: t.resolve(opts), closing: make(chan struct{})}, nil
 }
 
-// Addr is the address the Client dials, as given to NewClient.
-func (c *Client) Addr() string { return c.addr }
+// Addr is the address the Client dials, as given to NewClient but with
+// its passwords hidden, as every error of the Client quotes it: for logs
+// and reports, not for dialling.
+func (c *Client) Addr() string { return c.addr.String() }
 
 // Do runs one command on the current connection; see Conn.Do. A call
 // that finds the connection broken before sending anything (the server
@@ -109,7 +115,8 @@ func (c *Client) Current() *Conn {
 
 // Conn returns the current connection, dialing a new one if there is none
 // or it broke. Only one caller dials at a time; the others wait for it. A
-// reply deadline on ctx (WithReplyDeadline) bounds the dial and the wait.
+// reply deadline on ctx (WithReplyDeadline) bounds the dial and the wait,
+// and Close cuts both short.
 func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 	bounded := false
 	for {
@@ -134,37 +141,62 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 			wait := c.dialing
 			c.mu.Unlock()
 			select {
-			case <-wait:
+			case <-wait.done:
+				if wait.interrupted != nil {
+					return nil, wait.interrupted
+				}
 				continue
 			case <-ctx.Done():
 				return nil, fmt.Errorf("conn: waiting for a redial of %s: %w", c.addr, ctx.Err())
 			}
 		}
-		done := make(chan struct{})
-		c.dialing = done
+		attempt := &dialAttempt{done: make(chan struct{})}
+		c.dialing = attempt
+		// Close cuts the dial short, as it would a connection: a dial
+		// to a server that accepts and never answers lasts the dial
+		// timeout, which is no bound for Close.
+		dialCtx, abort := context.WithCancelCause(ctx)
+		c.abortDial = abort
 		broken := c.conn
 		c.conn = nil
+		if broken != nil {
+			c.countBreakLocked(broken)
+		}
 		delay := c.backoff()
 		c.mu.Unlock()
 
 		if broken != nil {
 			_ = broken.Close() // already failed; this waits for its reader
 		}
-		cn, primary, err := c.dial(ctx, delay)
+		cn, primary, err := c.dial(dialCtx, delay)
+		abort(nil)
 
 		c.mu.Lock()
-		if err == nil && c.closed {
+		if attempt.interrupted != nil && !c.closed {
+			if err == nil {
+				c.mu.Unlock()
+				_ = cn.Close()
+				c.mu.Lock()
+			}
+			cn, err = nil, attempt.interrupted
+		}
+		if c.closed {
 			// Close is waiting on done: close the new connection first.
 			c.mu.Unlock()
-			_ = cn.Close()
+			if err == nil {
+				_ = cn.Close()
+			}
 			c.mu.Lock()
 			cn, err = nil, ErrClosed
 		}
-		c.dialing = nil
-		close(done)
+		c.dialing, c.abortDial = nil, nil
+		close(attempt.done)
 		switch {
 		case err == nil:
-			c.conn, c.failures, c.primary = cn, 0, primary
+			c.conn, c.primary = cn, primary
+			if cn.spoke() {
+				c.failures = 0 // its handshake was answered
+			}
 			c.newest = max(c.newest, primary.epoch)
 			c.watchLocked()
 		case ctx.Err() == nil && !errors.Is(err, ErrClosed):
@@ -175,6 +207,52 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 			return nil, err
 		}
 		return cn, nil
+	}
+}
+
+// dialAttempt is a dial in progress, which the callers that need a
+// connection meanwhile wait for.
+type dialAttempt struct {
+	done chan struct{} // closed when the dial ends
+	// interrupted is why Interrupt cut the dial short: set under the
+	// Client's mu before done closes, read by the waiters after.
+	interrupted error
+}
+
+// errDialInterrupted is the error of the calls whose dial Interrupt cut
+// short.
+var errDialInterrupted = fmt.Errorf("%w: the dial was interrupted", ErrBroken)
+
+// Interrupt breaks the current connection, as Close does a Conn (its
+// calls in flight fail with an *UncertainError), and cuts short a dial in
+// progress, whose callers fail with an error matching ErrBroken: for an
+// owner that must end the calls stuck on a server that stopped answering,
+// without closing the Client. The next call dials again.
+func (c *Client) Interrupt() {
+	c.mu.Lock()
+	cn := c.conn
+	if c.dialing != nil && c.dialing.interrupted == nil {
+		c.dialing.interrupted = errDialInterrupted
+		c.abortDial(errDialInterrupted)
+	}
+	c.mu.Unlock()
+	if cn != nil {
+		_ = cn.Close()
+	}
+}
+
+// countBreakLocked takes into account the connection that broke, before
+// the dial that replaces it: one on which the server answered ends the
+// run of failures, so that the redial is immediate; one that broke before
+// any reply counts as a failed dial. A server that accepts connections
+// and closes them unread (a proxy or load balancer with no server behind
+// it) otherwise has every dial succeed, and a caller that retries would
+// redial thousands of times a second. The caller holds mu.
+func (c *Client) countBreakLocked(broken *Conn) {
+	if broken.spoke() {
+		c.failures = 0
+	} else {
+		c.failures++
 	}
 }
 
@@ -207,9 +285,11 @@ func (c *Client) dial(ctx context.Context, delay time.Duration) (*Conn, namedPri
 	return cn, namedPrimary{}, err
 }
 
-// backoff is the wait before the next dial: none after a success, then
-// doubling from the minimum to the maximum, each with up to half of it
-// taken off at random so that many clients do not redial in step.
+// backoff is the wait before the next dial: none after a connection on
+// which the server answered, then doubling from the minimum to the
+// maximum with each failed dial (or connection that broke unanswered,
+// see countBreakLocked), each with up to half of it taken off at random
+// so that many clients do not redial in step.
 func (c *Client) backoff() time.Duration {
 	if c.failures == 0 || c.opts.minBackoff <= 0 {
 		return 0
@@ -222,9 +302,9 @@ func (c *Client) backoff() time.Duration {
 	return d - time.Duration(rand.Int64N(int64(d)/2+1))
 }
 
-// Close closes the current connection and waits for a dial in progress to
-// end (its connection is closed too), and for the sentinel watcher to
-// stop. Calls after it fail with ErrClosed.
+// Close closes the current connection, cuts short a dial in progress and
+// waits for it to end, and waits for the sentinel watcher to stop. Calls
+// waiting on the dial, and calls after Close, fail with ErrClosed.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if !c.closed {
@@ -233,6 +313,9 @@ func (c *Client) Close() error {
 	c.closed = true
 	cn, dialing := c.conn, c.dialing
 	c.conn = nil
+	if c.abortDial != nil {
+		c.abortDial(ErrClosed)
+	}
 	watching, stopWatching := c.watching, c.stopWatching
 	c.mu.Unlock()
 	if stopWatching != nil {
@@ -240,7 +323,7 @@ func (c *Client) Close() error {
 		<-watching
 	}
 	if dialing != nil {
-		<-dialing
+		<-dialing.done
 	}
 	if cn != nil {
 		return cn.Close()

@@ -42,6 +42,10 @@ type Conn struct {
 	writing   bool      // guarded by mu: some caller, or the writer goroutine, is writing for everyone
 	pending   callQueue // guarded by mu: calls whose replies are due, in wire order
 	err       error     // guarded by mu: why the connection stopped; set once
+	// answered is set by the first reply read: the server speaks on
+	// this connection, rather than accepting it and closing it unread
+	// (see Client.backoff). Guarded by mu.
+	answered bool
 
 	// Deadlines (deadline.go).
 	withReplyBy   int       // guarded by mu: calls in flight with a reply deadline
@@ -180,6 +184,14 @@ func (c *Conn) failed() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.err != nil
+}
+
+// spoke reports whether the server has answered on the connection (see
+// answered).
+func (c *Conn) spoke() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.answered
 }
 
 // DoPush runs a command whose answers come as push frames rather than as a

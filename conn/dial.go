@@ -27,11 +27,12 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return dialTarget(ctx, addr, t, t.resolve(opts))
+	return dialTarget(ctx, urltext.NewAddress(addr), t, t.resolve(opts))
 }
 
-func dialTarget(ctx context.Context, addr string, t target, o options) (*Conn, error) {
-	addr = urltext.Redacted(addr) // errors travel into logs
+// dialTarget dials t, which was read from addr; addr is for errors
+// alone, which quote it with its passwords hidden.
+func dialTarget(ctx context.Context, addr urltext.Address, t target, o options) (*Conn, error) {
 	if len(t.sentinels) > 0 {
 		c, _, err := dialPrimary(ctx, addr, t, o, 0)
 		return c, err
@@ -44,20 +45,20 @@ func dialTarget(ctx context.Context, addr string, t target, o options) (*Conn, e
 	var d net.Dialer
 	nc, err := d.DialContext(ctx, t.network, t.address)
 	if err != nil {
-		return nil, fmt.Errorf("conn: dial %s: %w", addr, err)
+		return nil, &DialError{Addr: addr.String(), Err: err}
 	}
 	if o.tlsConfig != nil {
 		tc := tls.Client(nc, o.tlsConfig)
 		if err := tc.HandshakeContext(ctx); err != nil {
 			_ = nc.Close()
-			return nil, fmt.Errorf("conn: dial %s: TLS handshake: %w", addr, err)
+			return nil, &DialError{Addr: addr.String(), Err: fmt.Errorf("TLS handshake: %w", err)}
 		}
 		nc = tc
 	}
 	c := newConn(nc, o)
 	if err := c.handshake(ctx); err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("conn: dial %s: handshake: %w", addr, err)
+		return nil, &DialError{Addr: addr.String(), Err: fmt.Errorf("handshake: %w", err)}
 	}
 	return c, nil
 }

@@ -45,6 +45,7 @@ func (c *Conn) readOne() bool {
 		return true
 	}
 	c.mu.Lock()
+	c.answered = true
 	cl := c.pending.front()
 	if cl == nil {
 		what := v.String()

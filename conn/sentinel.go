@@ -105,7 +105,7 @@ type namedPrimary struct {
 // only once no sentinel gave a newer one that works: the old primary of a
 // failover says it is one until the sentinels reconfigure it, seconds
 // later.
-func dialPrimary(ctx context.Context, addr string, t target, o options, newest int64) (*Conn, namedPrimary, error) {
+func dialPrimary(ctx context.Context, addr urltext.Address, t target, o options, newest int64) (*Conn, namedPrimary, error) {
 	var (
 		none   = &noPrimaryError{master: t.master}
 		behind []namedPrimary
@@ -159,7 +159,7 @@ const (
 // another primary is cut short and made again (dialUntilSwitch). Close
 // ends the wait.
 func (c *Client) awaitPrimary(ctx context.Context) (*Conn, namedPrimary, error) {
-	addr := urltext.Redacted(c.addr)
+	addr := c.addr
 	pause := firstFailoverPause
 	var last *noPrimaryError // the answers of the last dial that ended of itself
 	ended := func(none *noPrimaryError) error {
@@ -170,7 +170,7 @@ func (c *Client) awaitPrimary(ctx context.Context) (*Conn, namedPrimary, error) 
 		case none != nil:
 			return none // the ctx's error is among its own
 		default:
-			return fmt.Errorf("conn: dial %s: %w", addr, ctx.Err())
+			return &DialError{Addr: addr.String(), Err: ctx.Err()}
 		}
 	}
 	cuts := 0
@@ -220,7 +220,7 @@ func (c *Client) awaitPrimary(ctx context.Context) (*Conn, namedPrimary, error) 
 // dialUntilSwitch is dialPrimary, cut short if the watcher hears the
 // sentinels name another primary meanwhile; cut reports whether it was,
 // while ctx had not ended.
-func (c *Client) dialUntilSwitch(ctx context.Context, addr string) (cn *Conn, p namedPrimary, cut bool, err error) {
+func (c *Client) dialUntilSwitch(ctx context.Context, addr urltext.Address) (cn *Conn, p namedPrimary, cut bool, err error) {
 	dialCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c.mu.Lock()
@@ -236,7 +236,7 @@ func (c *Client) dialUntilSwitch(ctx context.Context, addr string) (cn *Conn, p 
 
 // dialNamed dials the primary p names, with t's credentials and database,
 // and checks that it says it is a primary.
-func dialNamed(ctx context.Context, addr string, t target, o options, p namedPrimary) (*Conn, error) {
+func dialNamed(ctx context.Context, addr urltext.Address, t target, o options, p namedPrimary) (*Conn, error) {
 	node := t
 	node.sentinels, node.address = nil, p.addr
 	node.serverName, _, _ = net.SplitHostPort(p.addr)
@@ -287,7 +287,7 @@ func dialSentinel(ctx context.Context, addr string, t target, o options, extra .
 	for _, opt := range extra {
 		opt(&so)
 	}
-	return dialTarget(ctx, addr, target{network: "tcp", address: addr, serverName: host}, so)
+	return dialTarget(ctx, urltext.NewAddress(addr), target{network: "tcp", address: addr, serverName: host}, so)
 }
 
 // queryPrimary asks the sentinel on c (at addr) for master's primary and

@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 )
@@ -24,6 +25,20 @@ func TestOpenErrorsQuoteNoPassword(t *testing.T) {
 			require.Error(t, err)
 			require.Nil(t, l)
 			redistest.RequireNoSecret(t, err, secret)
+		})
+	}
+}
+
+// TestAnAddressOpenCannotReadIsInvalid: a malformed address, for one
+// server or a cluster, is a bad argument (lock.ErrInvalid) and an
+// address conn cannot read (conn.ErrInvalid), and nothing is dialled.
+func TestAnAddressOpenCannotReadIsInvalid(t *testing.T) {
+	for _, addr := range []string{"redis://[bad", "redis://h:1/x", "localhost", "ftp://h", "redis+cluster://h:1/2", "redis+cluster://h?nope=1"} {
+		t.Run(addr, func(t *testing.T) {
+			l, err := lock.Open(context.Background(), addr)
+			require.Nil(t, l)
+			require.ErrorIs(t, err, lock.ErrInvalid)
+			require.ErrorIs(t, err, conn.ErrInvalid)
 		})
 	}
 }

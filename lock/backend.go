@@ -76,11 +76,7 @@ func (single) stale(*subscriber.Subscriber, string) bool { return false }
 
 func (single) recheck() time.Duration { return 0 }
 
-func (s single) interrupt() {
-	if cn := s.client.Current(); cn != nil {
-		_ = cn.Close()
-	}
-}
+func (s single) interrupt() { s.client.Interrupt() }
 
 func (s single) close() error {
 	return errors.Join(s.sub.Close(), s.client.Close())

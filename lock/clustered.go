@@ -74,11 +74,10 @@ func (b *clustered) contended(lockName string) bool {
 // one if there is none yet. The dial happens outside mu, so that a node
 // that does not answer holds up only the callers that need it.
 func (b *clustered) subscriber(ctx context.Context, key string) (*subscriber.Subscriber, error) {
-	node, err := b.client.Node(ctx, key)
+	addr, err := b.client.NodeAddr(ctx, key)
 	if err != nil {
 		return nil, err
 	}
-	addr := node.Addr()
 	b.mu.Lock()
 	s, ok := b.subs[addr]
 	closed := b.closed

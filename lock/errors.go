@@ -20,7 +20,8 @@ var (
 
 	// ErrInvalid is matched by errors for bad arguments and options: an
 	// empty key, a key over 1024 bytes, a key whose Redis keys would not
-	// share a hash tag, a duration under a millisecond, a nil context.
+	// share a hash tag, a duration under a millisecond, a nil context, and
+	// an address Open cannot read (which matches conn.ErrInvalid too).
 	// Nothing was sent to Redis.
 	ErrInvalid = errors.New("lock: invalid argument")
 

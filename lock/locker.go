@@ -144,7 +144,7 @@ func open(ctx context.Context, addr string, o settings) (*Locker, error) {
 	}
 	client, err := conn.NewClient(addr, o.ConnOptions...)
 	if err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
+		return nil, addressError(err)
 	}
 	if err := prepareServer(ctx, client, o); err != nil {
 		_ = client.Close()
@@ -159,6 +159,16 @@ func open(ctx context.Context, addr string, o settings) (*Locker, error) {
 	l.owns = true
 	return l, nil
 }
+
+// addressError is the error of Open for an address conn or the cluster
+// client could not read: it matches ErrInvalid, as every bad argument
+// does, and conn.ErrInvalid, which it wraps.
+func addressError(err error) error { return invalidAddress{fmt.Errorf("lock: %w", err)} }
+
+type invalidAddress struct{ error }
+
+func (e invalidAddress) Is(target error) bool { return target == ErrInvalid }
+func (e invalidAddress) Unwrap() error        { return e.error }
 
 // subscriberOptions are the options of the Subscribers Open makes, with
 // connOpts for their connections.

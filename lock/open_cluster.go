@@ -31,7 +31,7 @@ func isClusterURL(addr string) bool {
 func openCluster(ctx context.Context, addr string, o settings) (*Locker, error) {
 	seeds, urlOpts, err := cluster.ParseURL(addr)
 	if err != nil {
-		return nil, fmt.Errorf("lock: %w", err)
+		return nil, addressError(err)
 	}
 	connOpts := append(urlOpts, o.ConnOptions...)
 	client, err := cluster.New(ctx, seeds, append([]cluster.Option{cluster.WithConnOptions(connOpts...)}, o.ClusterOptions...)...)

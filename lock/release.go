@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"time"
 
 	"github.com/batonlock/baton/conn"
@@ -243,6 +244,7 @@ type retried struct {
 	firstUncertain error
 	giveUp         time.Time // when retrying stops: the caller's bound, if any, moved up to the release timeout after the first failure
 	failed         bool      // an attempt failed, and giveUp accounts for it
+	retries        int       // how many times it was sent again
 }
 
 // retryUncertain runs op until it ends with something other than an
@@ -289,8 +291,10 @@ func stillUncertain(ctx context.Context, v retried, err error) error {
 // release whose connection broke with it in flight (an uncertain outcome,
 // which v records), or that could not reach its node (a primary that
 // died, whose replica is not serving yet), is sent again: every release
-// compares the owner first. The client dials a new connection for each
-// retry, pacing itself with its backoff.
+// compares the owner first. Before each retry it pauses (see retryPause),
+// so that a server that takes every connection and breaks it at once (a
+// proxy with nothing behind it) is not sent the release thousands of
+// times a second; the client's redial backoff paces its dials besides.
 func (l *Locker) retrying(ctx context.Context, v *retried, err error) bool {
 	if err == nil || ctx.Err() != nil || (isErrorReply(err) && !cluster.RefusedForNow(err)) {
 		return false
@@ -305,7 +309,35 @@ func (l *Locker) retrying(ctx context.Context, v *retried, err error) bool {
 			v.giveUp = limit
 		}
 	}
-	return time.Now().Before(v.giveUp)
+	pause := retryPause(v.retries)
+	if !time.Now().Add(pause).Before(v.giveUp) {
+		return false
+	}
+	v.retries++
+	t := time.NewTimer(pause)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// The pauses before a release is sent again: from the first to the
+// longest, doubling.
+const (
+	firstRetryPause = 8 * time.Millisecond
+	maxRetryPause   = 512 * time.Millisecond
+)
+
+// retryPause is the pause before the retry that follows n earlier ones:
+// firstRetryPause doubling up to maxRetryPause, with up to half of it
+// taken off at random so that the releases of many processes that lost
+// the same server do not arrive in step.
+func retryPause(n int) time.Duration {
+	d := min(firstRetryPause<<min(n, 8), maxRetryPause)
+	return d - rand.N(d/2+1)
 }
 
 // What a plain release script (the release of fast.lua and fair.lua)

@@ -19,10 +19,15 @@ import (
 // Issue 30 added the observers: lock.WithObserver, lock.WithLogger and
 // Locker.Observe, subscriber.WithObserver, and package observe, whose
 // names are its events' vocabulary (kinds, operations, modes, how a
-// lease was obtained, why it ended).
+// lease was obtained, why it ended). conn's ErrInvalid (an address that
+// cannot be read) and DialError (a dial that failed, with its address
+// redacted and its cause, such as a refused connection, to errors.Is)
+// give callers a documented way to tell those errors apart: four names;
+// Client.Interrupt lets an owner such as lock's Close end the calls stuck
+// on a server, a dial in progress included, without closing the Client.
 var ceilings = map[string]int{
 	"resp":       50,
-	"conn":       45,
+	"conn":       50,
 	"subscriber": 17,
 	"lock":       38,
 	"manager":    19,

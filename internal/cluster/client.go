@@ -82,6 +82,18 @@ func New(ctx context.Context, seeds []string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// NodeAddr returns the address (host:port) of the primary serving key's
+// slot, for a caller that dials that node itself, such as a subscriber to
+// the key's keyspace notifications. ctx bounds the refresh that a slot
+// with no known primary triggers.
+func (c *Client) NodeAddr(ctx context.Context, key string) (string, error) {
+	addr, err := c.route(ctx, Slot(key))
+	if err != nil {
+		return "", fmt.Errorf("cluster: %w", err)
+	}
+	return addr, nil
+}
+
 // Node returns the conn.Client of the primary serving key's slot, for a
 // caller that needs that node's connection itself, such as a subscriber to
 // the key's keyspace notifications, which a node publishes only to its own

@@ -35,8 +35,24 @@ import (
 //	read_timeout=DURATION  conn.WithReadTimeout
 //	write_timeout=DURATION conn.WithWriteTimeout
 //
-// Anything else is an error. Errors never quote the password.
+// Anything else is an error, which matches conn.ErrInvalid. Errors never
+// quote the password.
 func ParseURL(s string) (seeds []string, connOpts []conn.Option, err error) {
+	seeds, connOpts, err = parseURL(s)
+	if err != nil {
+		return nil, nil, invalidURL{err}
+	}
+	return seeds, connOpts, nil
+}
+
+// invalidURL is the error of a cluster URL that cannot be read: it
+// matches conn.ErrInvalid, as an address conn cannot read does.
+type invalidURL struct{ error }
+
+func (e invalidURL) Is(target error) bool { return target == conn.ErrInvalid }
+func (e invalidURL) Unwrap() error        { return e.error }
+
+func parseURL(s string) (seeds []string, connOpts []conn.Option, err error) {
 	scheme, rest, ok := strings.Cut(s, "://")
 	var useTLS bool
 	switch {

@@ -29,6 +29,8 @@ type Proxy struct {
 	latency atomic.Int64 // nanoseconds
 	refuse  atomic.Bool
 
+	accepted atomic.Int64 // connections accepted so far, refused ones included
+
 	// healed is open while a blackhole lasts and closed when it ends;
 	// nil when there is none. Guarded by mu.
 	healed chan struct{}
@@ -53,6 +55,10 @@ func Start(target string) (*Proxy, error) {
 	p.wg.Go(p.accept)
 	return p, nil
 }
+
+// Accepted returns how many connections the proxy has accepted so far,
+// those it refused (Refuse) included: how often clients dialled.
+func (p *Proxy) Accepted() int { return int(p.accepted.Load()) }
 
 // Addr returns the address the proxy listens on, for clients to dial.
 func (p *Proxy) Addr() string {
@@ -115,6 +121,7 @@ func (p *Proxy) accept() {
 				continue
 			}
 		}
+		p.accepted.Add(1)
 		if p.refuse.Load() {
 			abort(c)
 			continue

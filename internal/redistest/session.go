@@ -93,3 +93,12 @@ func (s *Session) Pause(d time.Duration) {
 func (s *Session) Cut() {
 	_ = s.conn.Close()
 }
+
+// Reset closes the connection with a reset (SO_LINGER 0) rather than an
+// orderly end of stream, as a proxy that gives up on a connection may.
+func (s *Session) Reset() {
+	if tc, ok := s.conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = s.conn.Close()
+}

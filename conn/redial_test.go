@@ -1,0 +1,112 @@
+package conn_test
+
+import (
+	"context"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+)
+
+// TestRedialErrorsQuoteNoPassword: the errors of a Client that cannot
+// reach its server (the dial refused, the wait before the redial cut
+// short by the context, a call that waits for another's redial) reach
+// every caller and its logs: none says the password.
+func TestRedialErrorsQuoteNoPassword(t *testing.T) {
+	const secret = "s3cret"
+	addr := "redis://app:" + secret + "@" + redistest.ClosedAddr(t)
+	c, err := conn.NewClient(addr, conn.WithRedialBackoff(time.Minute, time.Minute))
+	require.NoError(t, err)
+	defer c.Close()
+	require.NotContains(t, c.Addr(), secret)
+
+	_, err = c.Do(context.Background(), "PING")
+	var dialErr *conn.DialError
+	require.ErrorAs(t, err, &dialErr, "a refused dial")
+	require.ErrorIs(t, err, syscall.ECONNREFUSED)
+	require.NotContains(t, dialErr.Error(), "dial tcp", "the dial is said once")
+	redistest.RequireNoSecret(t, err, secret)
+
+	// The next dial waits a minute: a call whose context ends first
+	// gives up in the wait, and one that comes meanwhile waits for it.
+	waiting := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_, err := c.Do(ctx, "PING")
+		waiting <- err
+	}()
+	time.Sleep(100 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	_, err = c.Do(ctx, "PING")
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	redistest.RequireNoSecret(t, err, secret)
+	err = <-waiting
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	redistest.RequireNoSecret(t, err, secret)
+}
+
+// TestRedialsToAServerThatAcceptsAndClosesArePaced: a proxy or load
+// balancer with no server behind it accepts every connection and closes
+// it. Each dial succeeds, so only the connections' breaking before any
+// reply can pace the redials; a caller that retries at once must not make
+// the Client redial thousands of times a second.
+func TestRedialsToAServerThatAcceptsAndClosesArePaced(t *testing.T) {
+	for name, hangUp := range map[string]func(*redistest.Session){
+		"closes":           func(s *redistest.Session) {},
+		"reads and resets": func(s *redistest.Session) { _, _ = s.ReadCommand(); s.Reset() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			fake := redistest.NewFake(t, hangUp)
+			c, err := conn.NewClient(fake.Addr) // the default backoff: 50ms doubling to 2s
+			require.NoError(t, err)
+			defer c.Close()
+			const span = 2 * time.Second
+			calls := 0
+			for start := time.Now(); time.Since(start) < span; calls++ {
+				_, err := c.Do(context.Background(), "PING")
+				require.Error(t, err)
+			}
+			dials := fake.Accepted()
+			t.Logf("%d calls, %d dials in %v", calls, dials, span)
+			// 50ms doubling, with at most half off at random: at least
+			// 25+50+100+200+400+800ms between the first seven dials.
+			require.LessOrEqual(t, dials, 8, "dials in %v", span)
+		})
+	}
+}
+
+// TestCloseCutsADialShort: a server that accepts and never answers (a
+// frozen process, whose kernel still accepts) holds a dial's handshake
+// for the whole dial timeout. Close cuts it short, as it cuts a
+// connection, and the call waiting on the dial fails with ErrClosed.
+func TestCloseCutsADialShort(t *testing.T) {
+	fake := redistest.NewFake(t, func(s *redistest.Session) { s.Stall() })
+	c, err := conn.NewClient("redis://:pw@"+fake.Addr, conn.WithDialTimeout(time.Minute))
+	require.NoError(t, err)
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	errs := make(chan error, 2)
+	for range 2 { // the one dialling, and one waiting for it
+		wg.Go(func() {
+			_, err := c.Do(context.Background(), "PING")
+			errs <- err
+		})
+	}
+	redistest.Eventually(t, func() bool { return fake.Accepted() == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // both calls wait now
+	start := time.Now()
+	require.NoError(t, c.Close())
+	took := time.Since(start)
+	require.Less(t, took, time.Second, "Close waited for the dial")
+	for range 2 {
+		require.ErrorIs(t, <-errs, conn.ErrClosed)
+	}
+}
+
