@@ -30,6 +30,7 @@ type options struct {
 func defaultOptions() options {
 	return options{
 		dialTimeout:  5 * time.Second,
+		readTimeout:  5 * time.Second,
 		writeTimeout: 5 * time.Second,
 		minBackoff:   50 * time.Millisecond,
 		maxBackoff:   2 * time.Second,
@@ -66,8 +67,14 @@ func WithTLS(cfg *tls.Config) Option { return func(o *options) { o.tlsConfig = c
 func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialTimeout = d } }
 
 // WithReadTimeout breaks the connection when the server stays silent for d
-// while replies are due. Default: 0, off: every call is bounded by its own
-// context, and blocking commands (BLPOP, ...) may rightly wait long.
+// while replies are due: a server that stopped, a half-open connection.
+// Calls in flight then fail with an *UncertainError, and a Client's next
+// call redials. No call waits for a reply longer than that, whatever its
+// context, so that a caller whose context cannot end is not held for
+// ever. An idle connection has no reply due and is never broken by it.
+// Default: 5s. A command that blocks on the server
+// longer than d (BLPOP, XREAD BLOCK, WAIT, CLIENT PAUSE) needs a longer
+// one; 0 turns the bound off, and leaves every call to its context.
 func WithReadTimeout(d time.Duration) Option { return func(o *options) { o.readTimeout = d } }
 
 // WithWriteTimeout breaks the connection when one write does not complete

@@ -2,6 +2,7 @@ package conn_test
 
 import (
 	"context"
+	"os"
 	"sync"
 	"syscall"
 	"testing"
@@ -110,3 +111,20 @@ func TestCloseCutsADialShort(t *testing.T) {
 	}
 }
 
+// TestNoCallWaitsForAReplyWithoutABound: a caller whose context cannot
+// end, on a Client made with no option, is not held for ever by a server
+// that takes its command and never answers: the default read timeout
+// breaks the connection, and the call fails as uncertain.
+func TestNoCallWaitsForAReplyWithoutABound(t *testing.T) {
+	fake := redistest.NewFake(t, func(s *redistest.Session) { s.Stall() })
+	c, err := conn.NewClient(fake.Addr)
+	require.NoError(t, err)
+	defer c.Close()
+	start := time.Now()
+	_, err = c.Do(context.Background(), "PING")
+	took := time.Since(start)
+	t.Logf("gave up after %v", took.Round(time.Millisecond))
+	require.ErrorAs(t, err, new(*conn.UncertainError))
+	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
+	require.Less(t, took, 10*time.Second)
+}

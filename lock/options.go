@@ -56,11 +56,6 @@ func defaultSettings() settings {
 		ReleaseStyle:   releasePingEval,
 		ReleaseTimeout: 5 * time.Second,
 		FenceRetention: time.Hour,
-		// Open's connections carry no blocking command, so a reply
-		// that is this late means a server or a link that is gone: a
-		// half-open connection would otherwise fail every call until
-		// the kernel gives up on it, minutes later.
-		ConnOptions: []conn.Option{conn.WithReadTimeout(5 * time.Second)},
 	}
 }
 
@@ -99,11 +94,14 @@ func WithAutoExtend() Option { return option(func(o *settings) { o.AutoExtend = 
 func WithKeyPrefix(p string) Option { return option(func(o *settings) { o.Prefix = p }) }
 
 // WithConnOptions passes options to the connections Open makes: the command
-// connection and the subscriber's. They come after Open's one default,
-// conn.WithReadTimeout(5s), which breaks a connection whose server stays
-// silent that long while replies are due (a half-open connection, a
-// server that is gone), so that the next call redials; a later
-// conn.WithReadTimeout replaces it. New ignores the option: a caller
+// connection and the subscriber's. conn's defaults stand where they say
+// nothing, among them a read timeout of 5s, which breaks a connection
+// whose server stays silent that long while replies are due (a half-open
+// connection, a server that is gone), so that the next call redials:
+// Open's connections carry no blocking command, and a half-open one would
+// otherwise fail every call until the kernel gives up on it, minutes
+// later. With WithReplicaAck, a read timeout shorter than its timeout
+// breaks the connection under a WAIT that waits it out. New ignores the option: a caller
 // who needs the subscriber configured otherwise makes the connections and
 // passes them to New.
 func WithConnOptions(opts ...conn.Option) Option {

@@ -7,9 +7,11 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/faultproxy"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/subscriber"
 )
 
 // proxied starts a fault proxy in front of srv, closed when the test ends.
@@ -93,3 +95,29 @@ func TestCloseIsBoundedWhileACallRedials(t *testing.T) {
 	}
 }
 
+// TestACallOnTheCallersClientIsBoundedOnASilentServer: a Locker made
+// with New, on a client and subscriber the caller made with no option,
+// and a call whose context cannot end: a server that freezes (its kernel
+// still takes the commands) fails the call within the connection's
+// default read timeout, rather than holding it until the link is reset.
+func TestACallOnTheCallersClientIsBoundedOnASilentServer(t *testing.T) {
+	srv := redistest.Start(t)
+	c, err := conn.NewClient(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	sub, err := subscriber.New(context.Background(), srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+	l, err := lock.New(c, sub, lock.WithReleaseTimeout(time.Second))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	mustUnlock(t, mustLock(t, l, "k")) // connected, scripts loaded
+	srv.Pause(t, 30*time.Second)
+	start := time.Now()
+	_, err = l.TryLock(context.Background(), "k")
+	took := time.Since(start)
+	t.Logf("TryLock gave up after %v: %v", took.Round(time.Millisecond), err)
+	require.ErrorAs(t, err, new(*conn.UncertainError))
+	require.Less(t, took, 10*time.Second)
+	srv.Server.Resume()
+}
