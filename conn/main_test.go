@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/hangreport"
 	"github.com/batonlock/baton/internal/redistest"
 )
 
@@ -18,7 +19,7 @@ import (
 // example_test.go's redisAddr) and fails the run if any goroutine outlives
 // the tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(redistest.WithExampleServer(m, &redisAddr))
+	goleak.VerifyTestMain(hangreport.Watch(redistest.WithExampleServer(m, &redisAddr)))
 }
 
 // dial connects to addr and closes the connection when the test ends.

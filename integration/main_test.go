@@ -18,6 +18,7 @@ import (
 	"github.com/ory/dockertest/v3/docker"
 	"go.uber.org/goleak"
 
+	"github.com/batonlock/baton/internal/hangreport"
 	"github.com/batonlock/baton/internal/redisproc"
 )
 
@@ -56,7 +57,7 @@ func TestMain(m *testing.M) {
 	if os.Getenv(workerEnv) == "" {
 		stop = purgeOnInterrupt()
 	}
-	code := m.Run()
+	code := hangreport.Watch(m).Run()
 	stop()
 	purgeRun()
 	if suite.pool != nil {

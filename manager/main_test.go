@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/batonlock/baton/internal/hangreport"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
@@ -16,7 +17,7 @@ import (
 // example_test.go's redisAddr) and fails the run if any goroutine outlives
 // the tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(redistest.WithExampleServer(m, &redisAddr))
+	goleak.VerifyTestMain(hangreport.Watch(redistest.WithExampleServer(m, &redisAddr)))
 }
 
 // counter is the state most tests keep.

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/goleak"
 
+	"github.com/batonlock/baton/internal/hangreport"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	batonotel "github.com/batonlock/baton/otel"
@@ -26,7 +27,7 @@ func TestMain(m *testing.M) {
 	if addr := os.Getenv(deadWaiterEnv); addr != "" {
 		os.Exit(waitInLine(addr)) // a process to kill (see TestADeadFairWaiterIsCountedAsSkipped)
 	}
-	goleak.VerifyTestMain(redistest.WithExampleServer(m, &redisAddr))
+	goleak.VerifyTestMain(hangreport.Watch(redistest.WithExampleServer(m, &redisAddr)))
 }
 
 // telemetry is an Observer on an SDK meter provider read by hand and a

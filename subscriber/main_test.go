@@ -9,12 +9,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/batonlock/baton/internal/hangreport"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/subscriber"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(hangreport.Watch(m))
 }
 
 func newSubscriber(t *testing.T, srv *redistest.Server, opts ...subscriber.Option) *subscriber.Subscriber {

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/batonlock/baton/internal/hangreport"
 )
 
 // batonBin is the binary the tests run, built once by TestMain.
@@ -28,7 +30,7 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		panic("building baton: " + err.Error())
 	}
-	code := m.Run()
+	code := hangreport.Watch(m).Run()
 	os.RemoveAll(dir)
 	if code == 0 {
 		if err := goleak.Find(); err != nil {

@@ -15,12 +15,13 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/cluster"
+	"github.com/batonlock/baton/internal/hangreport"
 	"github.com/batonlock/baton/internal/redistest"
 )
 
 // TestMain fails the run if any goroutine outlives the tests.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(hangreport.Watch(m))
 }
 
 // timeout bounds every call of a test.

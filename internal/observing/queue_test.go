@@ -8,11 +8,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/batonlock/baton/internal/hangreport"
 	"github.com/batonlock/baton/internal/observing"
 	"github.com/batonlock/baton/observe"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(hangreport.Watch(m)) }
 
 // gate records events, blocking in Observe while it is shut.
 type gate struct {

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/batonlock/baton/internal/hangreport"
 	"github.com/batonlock/baton/internal/redisproc"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/resp"
@@ -15,7 +16,7 @@ import (
 // TestMain fails the run if any goroutine outlives the tests: every one the
 // package starts must have been stopped and waited for by its owner.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(hangreport.Watch(m))
 }
 
 // start starts a server that is stopped at the test's cleanup, skipping

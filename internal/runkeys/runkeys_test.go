@@ -9,12 +9,13 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/hangreport"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/internal/runkeys"
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	goleak.VerifyTestMain(hangreport.Watch(m))
 }
 
 func TestPrefixesDiffer(t *testing.T) {
