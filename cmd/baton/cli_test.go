@@ -76,3 +76,40 @@ func TestPasswordsStayHidden(t *testing.T) {
 		}
 	}
 }
+
+// TestFlagsMayFollowArguments: every command reads its flags wherever
+// they stand among its arguments, --help among them, and "--" ends the
+// flags.
+func TestFlagsMayFollowArguments(t *testing.T) {
+	for name, c := range map[string]struct {
+		args []string
+		code int
+		// out is in stdout when code is 0, else in stderr's one line.
+		out string
+	}{
+		"demo: --help after an argument":           {[]string{"demo", "stray", "--help"}, 0, "Usage: baton demo"},
+		"probe: --help after an argument":          {[]string{"probe", "stray", "--help"}, 0, "Usage: baton probe"},
+		"bench: --help after an argument":          {[]string{"bench", "stray", "--help"}, 0, "Usage: baton bench"},
+		"inspect: --help after KEY":                {[]string{"inspect", "k", "--help"}, 0, "Usage: baton inspect"},
+		"a flag's mistake after an argument":       {[]string{"demo", "stray", "--nosuchflag"}, 2, "-nosuchflag"},
+		"a flag after an argument is read":         {[]string{"probe", "stray", "--rounds", "many"}, 2, `"many"`},
+		"a stray argument between flags":           {[]string{"bench", "--duration", "1s", "stray", "--mode", "fast"}, 2, `unexpected argument "stray"`},
+		"after --, a flag is an argument":          {[]string{"probe", "--addr", "127.0.0.1:1", "--", "--json"}, 2, `unexpected argument "--json"`},
+		"a flag's value is never a flag":           {[]string{"demo", "--addr", "--json", "stray"}, 2, `unexpected argument "stray"`},
+		"a flag at the end without its value":      {[]string{"inspect", "k", "--addr"}, 2, "flag needs an argument: -addr"},
+		"inspect: after --, a flag is an argument": {[]string{"inspect", "--addr", "127.0.0.1:1", "--", "k", "--json"}, 2, `unexpected argument "--json"`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runBaton(t, 30*time.Second, nil, c.args...)
+			require.Equal(t, c.code, r.code, "stdout: %s\nstderr: %s", r.stdout, r.stderr)
+			if c.code == 0 {
+				require.Contains(t, r.stdout, c.out)
+				require.Empty(t, r.stderr)
+				return
+			}
+			require.Equal(t, 1, strings.Count(r.stderr, "\n"), "one line: %q", r.stderr)
+			require.Contains(t, r.stderr, c.out)
+			require.Empty(t, r.stdout)
+		})
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/batonlock/baton/lock"
@@ -89,8 +88,6 @@ func parseInspectFlags(args []string, out outputs) (inspectFlags, error) {
 		return f, usagef("--interval is the wait between two refreshes of --watch: add --watch, or leave --interval out")
 	case len(rest) == 0:
 		return f, usagef("missing KEY, the lock to inspect")
-	case len(rest) > 1 && strings.HasPrefix(rest[1], "-"):
-		return f, usagef("flags go before KEY: %q", rest[1])
 	case len(rest) > 1:
 		return f, usagef("unexpected argument %q: inspect takes one KEY", rest[1])
 	}

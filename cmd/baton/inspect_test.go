@@ -39,11 +39,18 @@ func inspectJSON(t *testing.T, args ...string) inspected {
 	t.Helper()
 	r := runBaton(t, 30*time.Second, nil, append([]string{"inspect", "--json"}, args...)...)
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	return decodeInspected(t, r.stdout)
+}
+
+// decodeInspected decodes stdout, which must hold one document of
+// inspect --json and nothing else.
+func decodeInspected(t *testing.T, stdout string) inspected {
+	t.Helper()
 	var doc inspected
-	dec := json.NewDecoder(strings.NewReader(r.stdout))
+	dec := json.NewDecoder(strings.NewReader(stdout))
 	dec.DisallowUnknownFields()
-	require.NoError(t, dec.Decode(&doc), r.stdout)
-	require.False(t, dec.More(), "one document only: %s", r.stdout)
+	require.NoError(t, dec.Decode(&doc), stdout)
+	require.False(t, dec.More(), "one document only: %s", stdout)
 	return doc
 }
 
@@ -173,7 +180,7 @@ func TestInspectUsageAndServerErrors(t *testing.T) {
 		"no --addr":         {[]string{"k"}, 2, "--addr is required"},
 		"no KEY":            {[]string{"--addr", "127.0.0.1:1"}, 2, "missing KEY"},
 		"two keys":          {[]string{"--addr", "127.0.0.1:1", "a", "b"}, 2, `unexpected argument "b"`},
-		"a flag after KEY":  {[]string{"--addr", "127.0.0.1:1", "k", "--json"}, 2, "flags go before KEY"},
+		"--addr after KEY":  {[]string{"k", "--addr", "127.0.0.1:1"}, 1, "127.0.0.1:1"},
 		"no server":         {[]string{"--addr", "127.0.0.1:1", "k"}, 1, "127.0.0.1:1"},
 		"no server, --json": {[]string{"--json", "--addr", "127.0.0.1:1", "k"}, 1, "127.0.0.1:1"},
 	} {
@@ -221,4 +228,32 @@ func TestInspectOnACluster(t *testing.T) {
 	require.True(t, doc.Held)
 	require.NotNil(t, doc.Token)
 	require.Equal(t, ls.Token(), *doc.Token)
+}
+
+// TestInspectReadsFlagsAnywhere: inspect's flags may come before KEY,
+// after it or on both sides; after "--", KEY may begin with "-"; and a
+// flag's value is taken as it stands, even "--".
+func TestInspectReadsFlagsAnywhere(t *testing.T) {
+	srv := redistest.Start(t)
+	for name, c := range map[string]struct {
+		args          []string
+		key, redisKey string
+	}{
+		"flags before KEY":       {[]string{"--addr", srv.Addr, "--json", "orders"}, "orders", "baton:{orders}"},
+		"flags after KEY":        {[]string{"orders", "--addr", srv.Addr, "--json"}, "orders", "baton:{orders}"},
+		"flags around KEY":       {[]string{"--json", "orders", "--prefix", "app:", "--addr", srv.Addr}, "orders", "app:{orders}"},
+		"a KEY after --":         {[]string{"--addr", srv.Addr, "--json", "--", "-orders"}, "-orders", "baton:{-orders}"},
+		"the KEY -":              {[]string{"-", "--addr", srv.Addr, "--json"}, "-", "baton:{-}"},
+		"-- as a flag's value":   {[]string{"orders", "--prefix", "--", "--addr", srv.Addr, "--json"}, "orders", "--{orders}"},
+		"--name=value after KEY": {[]string{"orders", "--addr=" + srv.Addr, "--json=true"}, "orders", "baton:{orders}"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := runBaton(t, 30*time.Second, nil, append([]string{"inspect"}, c.args...)...)
+			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			doc := decodeInspected(t, r.stdout)
+			require.Equal(t, srv.Addr, doc.Addr)
+			require.Equal(t, c.key, doc.Key)
+			require.Equal(t, c.redisKey, doc.RedisKey)
+		})
+	}
 }

@@ -273,14 +273,14 @@ func TestInspectWatchEndsAtOnceOnAMistake(t *testing.T) {
 		code int
 		says string
 	}{
-		"interval 0":                {[]string{"--watch", "--interval", "0", "--addr", srv.Addr, "k"}, 2, "--interval 0s: want more than 0"},
-		"negative interval":         {[]string{"--watch", "--interval", "-1s", "--addr", srv.Addr, "k"}, 2, "--interval -1s: want more than 0"},
-		"interval not a duration":   {[]string{"--watch", "--interval", "soon", "--addr", srv.Addr, "k"}, 2, "-interval"},
-		"interval without --watch":  {[]string{"--interval", "1s", "--addr", srv.Addr, "k"}, 2, "add --watch"},
-		"a key the lock refuses":    {[]string{"--watch", "--interval", "10ms", "--addr", srv.Addr, "}k"}, 2, "hash tag"},
-		"no server at the start":    {[]string{"--watch", "--interval", "10ms", "--addr", closed, "k"}, 1, closed},
-		"no server, --json":         {[]string{"--watch", "--json", "--interval", "10ms", "--addr", closed, "k"}, 1, closed},
-		"a flag after KEY, --watch": {[]string{"--addr", srv.Addr, "k", "--watch"}, 2, "flags go before KEY"},
+		"interval 0":               {[]string{"--watch", "--interval", "0", "--addr", srv.Addr, "k"}, 2, "--interval 0s: want more than 0"},
+		"negative interval":        {[]string{"--watch", "--interval", "-1s", "--addr", srv.Addr, "k"}, 2, "--interval -1s: want more than 0"},
+		"interval not a duration":  {[]string{"--watch", "--interval", "soon", "--addr", srv.Addr, "k"}, 2, "-interval"},
+		"interval without --watch": {[]string{"--interval", "1s", "--addr", srv.Addr, "k"}, 2, "add --watch"},
+		"a key the lock refuses":   {[]string{"--watch", "--interval", "10ms", "--addr", srv.Addr, "}k"}, 2, "hash tag"},
+		"no server at the start":   {[]string{"--watch", "--interval", "10ms", "--addr", closed, "k"}, 1, closed},
+		"no server, --json":        {[]string{"--watch", "--json", "--interval", "10ms", "--addr", closed, "k"}, 1, closed},
+		"--watch after KEY":        {[]string{"--addr", srv.Addr, "k", "--watch", "--interval", "0"}, 2, "--interval 0s: want more than 0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := runBaton(t, 30*time.Second, nil, append([]string{"inspect"}, c.args...)...)
