@@ -17,8 +17,9 @@ const inspectTimeout = 15 * time.Second
 
 const inspectAbout = `Shows who holds the lock KEY and for how long, and who waits for it:
 the holder, the TTL left, the holder's fencing token, whether the holder
-is asked to let go and, with --fair, the queue in the order the waiters
-will get the lock, each with how long its place is kept without a renewal.
+is asked to let go and, for a fair lock, the queue in the order the
+waiters will get the lock, each with how long its place is kept without
+a renewal.
 
 Holders and waiters are shown by the first 8 characters of their owner
 token: enough to tell them apart, while the whole token, a secret, would
@@ -27,18 +28,30 @@ let anyone who reads the output release the lock.
 It reads the lock's keys in one script that writes nothing, so what it
 shows is one snapshot, with times counted by the server's clock. It
 changes no setting: unlike a Locker, it neither turns on keyspace events
-nor checks maxmemory-policy. Besides its command connection it opens the
-subscriber connection every Locker has, which subscribes to a channel of
-its own and nothing else.
+nor checks maxmemory-policy. It reads through a Locker of each mode it
+reads, each with a command connection and the subscriber connection
+every Locker has, which subscribes to a channel of its own and nothing
+else.
 
-The fast and fair modes keep different keys: inspect a fair lock with
---fair, or its queue goes unseen.
+The lock's keys tell its mode, and the view says how it knows. Both
+modes keep the lock and its fencing counter; only a fast lock keeps a
+list of requests from its waiters, and only a fair lock a queue. So a
+lock with a list of requests is read as a fast lock, and one with a
+queue as a fair lock, its queue included. Where neither is there,
+nobody has asked for the lock in either mode, what the view shows holds
+for both, and the mode is "unknown". Where both are there, Lockers of
+both modes use the lock: the mode is "unknown" and the view shows the
+requests and the queue together. --fair reads the lock as a fair lock,
+and --fair=false as a fast one, whatever its keys say; where they say
+the other mode, a warning on stderr says so, for who waits may then go
+unseen.
 
-With --json: one document with addr, key, redis_key, mode ("fast" or
-"fair"), held, holder, ttl_ms (-1: the key never expires), token, wanted
-and queue (a list of {owner, lease_left_ms}; null in fast mode). holder,
-ttl_ms and token are null when the lock is free, and token also when it
-cannot be known (see lock.Info).
+With --json: one document with addr, key, redis_key, mode ("fast",
+"fair" or "unknown"), mode_keys (what the keys tell: "fast", "fair",
+"both" or "none"), held, holder, ttl_ms (-1: the key never expires),
+token, wanted and queue (a list of {owner, lease_left_ms}; null in fast
+mode). holder, ttl_ms and token are null when the lock is free, and
+token also when it cannot be known (see lock.Info).
 
 With --watch: the view again and again, each refresh --interval (1s
 unless set) after the last and with its time above it, until interrupted
@@ -49,9 +62,10 @@ refreshes follow one another, each ending with a blank line, and with
 refresh must succeed: a wrong address, password or KEY ends the command
 as it does without --watch. After it, a refresh that fails (the server
 gone, say) shows its error in the view, with --json as a document of
-addr, key, redis_key, mode and error, and the watch goes on; it shows
-the lock again once the server answers. Every refresh reads through the
-same Locker, whose connections are dialled again when they break.`
+addr, key, redis_key, mode (as --fair gives it, else "unknown") and
+error, and the watch goes on; it shows the lock again once the server
+answers. Every refresh reads through the same Lockers, whose
+connections are dialled again when they break.`
 
 func init() {
 	register("inspect", "who holds a lock, for how long, and who waits for it", runInspect)
@@ -60,15 +74,19 @@ func init() {
 // inspectFlags are inspect's command line, once parsed.
 type inspectFlags struct {
 	addr, prefix, key string
-	fair, json, watch bool
-	interval          time.Duration // between two refreshes of --watch
+	// mode is what --fair says: modeFair, modeFast for --fair=false, or
+	// modeUnknown without it, where the lock's keys tell.
+	mode        lockMode
+	json, watch bool
+	interval    time.Duration // between two refreshes of --watch
 }
 
 func parseInspectFlags(args []string, out outputs) (inspectFlags, error) {
 	var f inspectFlags
-	fs := newFlags("inspect", "--addr ADDR [--fair] [--prefix P] [--json] [--watch [--interval D]] KEY", inspectAbout, out)
+	var fair bool
+	fs := newFlags("inspect", "--addr ADDR [--fair[=false]] [--prefix P] [--json] [--watch [--interval D]] KEY", inspectAbout, out)
 	fs.StringVar(&f.addr, "addr", "", addrFlagHelp+" (required)")
-	fs.BoolVar(&f.fair, "fair", false, "read the fair mode's keys, the queue among them, as a Locker made WithFair does")
+	fs.BoolVar(&fair, "fair", false, "read the lock as a fair lock, its queue included, and with --fair=false as a fast one (without it, the lock's keys tell)")
 	fs.StringVar(&f.prefix, "prefix", "baton:", "the key prefix the lock's users give to lock.WithKeyPrefix")
 	fs.BoolVar(&f.json, "json", false, "print one JSON document on stdout, and nothing else there (with --watch, one per refresh, each on a line)")
 	fs.BoolVar(&f.watch, "watch", false, "show the view again every --interval until interrupted (Ctrl-C), then exit 0")
@@ -77,8 +95,17 @@ func parseInspectFlags(args []string, out outputs) (inspectFlags, error) {
 	if err != nil {
 		return f, err
 	}
-	intervalSet := false
-	fs.Visit(func(fl *flag.Flag) { intervalSet = intervalSet || fl.Name == "interval" })
+	fairSet, intervalSet := false, false
+	fs.Visit(func(fl *flag.Flag) {
+		fairSet = fairSet || fl.Name == "fair"
+		intervalSet = intervalSet || fl.Name == "interval"
+	})
+	switch {
+	case fairSet && fair:
+		f.mode = modeFair
+	case fairSet:
+		f.mode = modeFast
+	}
 	switch {
 	case f.addr == "":
 		return f, usagef("--addr is required: inspect reads a server you name")
@@ -103,11 +130,14 @@ func runInspect(ctx context.Context, args []string, out outputs) error {
 	if f.watch {
 		return watchInspect(ctx, f, out)
 	}
-	info, err := inspect(ctx, f)
+	in := newInspector(f)
+	defer in.Close()
+	insp, err := in.read(ctx)
 	if err != nil {
 		return inspectFailed(f, err)
 	}
-	rep := newInspectReport(f, info)
+	rep := newInspectReport(f, insp)
+	rep.warn(out.stderr)
 	if f.json {
 		return rep.writeJSON(out.stdout)
 	}
@@ -123,31 +153,4 @@ func inspectFailed(f inspectFlags, err error) error {
 		return usagef("%w", err)
 	}
 	return fmt.Errorf("%s: %w", redactAddr(f.addr), err)
-}
-
-// inspect reads the lock once, through a Locker of its own.
-func inspect(ctx context.Context, f inspectFlags) (lock.Info, error) {
-	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
-	defer cancel()
-	l, err := openInspector(ctx, f)
-	if err != nil {
-		return lock.Info{}, err
-	}
-	defer l.Close()
-	return l.Inspect(ctx, f.key)
-}
-
-// openInspector opens the Locker that inspect reads through. An inspector
-// must leave the server's settings alone, so the Locker is told the
-// keyspace events are configured (it then neither reads nor sets them)
-// and that eviction is the operator's business (Open would refuse an
-// evicting policy, which is worth inspecting all the more). A
-// redis+cluster:// address reads the lock on its node of a cluster. ctx
-// bounds the opening alone: the Locker lives until its Close.
-func openInspector(ctx context.Context, f inspectFlags) (*lock.Locker, error) {
-	opts := []lock.Option{lock.WithKeyPrefix(f.prefix), lock.WithKeyspaceEventsConfigured(), lock.WithEvictionAllowed()}
-	if f.fair {
-		opts = append(opts, lock.WithFair())
-	}
-	return lock.Open(ctx, f.addr, opts...)
 }

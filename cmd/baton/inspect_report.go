@@ -5,13 +5,11 @@ import (
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/batonlock/baton/lock"
 )
 
 // inspectTarget is the lock inspect reads, as every document names it:
 // the server, with its password (if any) hidden, the key, the key's name
-// on the server and the mode.
+// on the server and the mode it is read as.
 type inspectTarget struct {
 	Addr     string `json:"addr"`
 	Key      string `json:"key"`
@@ -19,17 +17,17 @@ type inspectTarget struct {
 	Mode     string `json:"mode"`
 }
 
-func newInspectTarget(f inspectFlags) inspectTarget {
-	t := inspectTarget{Addr: redactAddr(f.addr), Key: f.key, RedisKey: f.prefix + "{" + f.key + "}", Mode: "fast"}
-	if f.fair {
-		t.Mode = "fair"
-	}
-	return t
+func newInspectTarget(f inspectFlags, mode lockMode) inspectTarget {
+	return inspectTarget{Addr: redactAddr(f.addr), Key: f.key, RedisKey: f.prefix + "{" + f.key + "}", Mode: mode.String()}
 }
 
 // writeText prints the line that names the lock.
 func (t inspectTarget) writeText(w io.Writer) {
-	reportLine(w, "lock", "%s on %s (%s mode)", t.RedisKey, t.Addr, t.Mode)
+	mode := "(" + t.Mode + " mode)"
+	if t.Mode == modeUnknown.String() {
+		mode = "(mode unknown)"
+	}
+	reportLine(w, "lock", "%s on %s %s", t.RedisKey, t.Addr, mode)
 }
 
 // inspectReport is what inspect found, as --json prints it. The pointers
@@ -37,14 +35,22 @@ func (t inspectTarget) writeText(w io.Writer) {
 // known.
 type inspectReport struct {
 	inspectTarget
-	Held   bool    `json:"held"`
-	Holder *string `json:"holder"`
-	TTLms  *int64  `json:"ttl_ms"`
-	Token  *uint64 `json:"token"`
-	Wanted bool    `json:"wanted"`
+	// ModeKeys is what the lock's keys tell of its mode (modeKeys).
+	ModeKeys string  `json:"mode_keys"`
+	Held     bool    `json:"held"`
+	Holder   *string `json:"holder"`
+	TTLms    *int64  `json:"ttl_ms"`
+	Token    *uint64 `json:"token"`
+	Wanted   bool    `json:"wanted"`
 	// Queue is nil in fast mode, which reads no queue, and empty in fair
-	// mode when nobody waits.
+	// mode when nobody waits, as in an unknown mode where the keys hold
+	// no queue.
 	Queue []inspectWaiter `json:"queue"`
+
+	// given is the mode --fair gave, modeUnknown without it; keys is
+	// what the keys tell. They say how the mode is known.
+	given lockMode
+	keys  modeKeys
 }
 
 // inspectWaiter is one queued waiter, in the order they get the lock.
@@ -53,9 +59,13 @@ type inspectWaiter struct {
 	LeaseLeftMs int64  `json:"lease_left_ms"`
 }
 
-func newInspectReport(f inspectFlags, info lock.Info) inspectReport {
-	r := inspectReport{inspectTarget: newInspectTarget(f), Held: info.Held, Wanted: info.Wanted}
-	if f.fair {
+func newInspectReport(f inspectFlags, insp inspection) inspectReport {
+	info := insp.info
+	r := inspectReport{
+		inspectTarget: newInspectTarget(f, insp.mode), ModeKeys: insp.keys.String(),
+		Held: info.Held, Wanted: info.Wanted, given: f.mode, keys: insp.keys,
+	}
+	if insp.mode != modeFast {
 		r.Queue = make([]inspectWaiter, 0, len(info.Queue))
 	}
 	if info.Held {
@@ -83,12 +93,48 @@ func (r inspectReport) writeJSON(w io.Writer) error {
 	return nil
 }
 
+// warn writes on w, as a line of its own, that the keys say another mode
+// than --fair gave, if they do: the view can then miss who waits.
+func (r inspectReport) warn(w io.Writer) {
+	if r.keys.contradicts(r.given) {
+		fmt.Fprintf(w, "baton inspect: warning: %s reads %s as a %s lock, but %s\n", r.given.flag(), r.RedisKey, r.given, r.contradiction())
+	}
+}
+
+// contradiction says how the keys contradict the mode --fair gave.
+func (r inspectReport) contradiction() string {
+	other := modeFast
+	if r.given == modeFast {
+		other = modeFair
+	}
+	return fmt.Sprintf("it has %s, which only a %s lock keeps: who waits for it may go unseen", other.ownKeys(), other)
+}
+
+// modeText says how the mode is known, or why it is not.
+func (r inspectReport) modeText() string {
+	switch {
+	case r.given != modeUnknown && r.keys.contradicts(r.given):
+		return fmt.Sprintf("%s, as %s says, but %s", r.given, r.given.flag(), r.contradiction())
+	case r.given != modeUnknown:
+		return fmt.Sprintf("%s, as %s says", r.given, r.given.flag())
+	case r.keys.mode() != modeUnknown:
+		m := r.keys.mode()
+		return fmt.Sprintf("%s, as its keys tell: it has %s, which only a %s lock keeps", m, m.ownKeys(), m)
+	case r.keys.fast && r.keys.fair:
+		return fmt.Sprintf("unknown: keys of both modes, %s and %s, as if Lockers of both modes used it; both are shown",
+			modeFast.ownKeys(), modeFair.ownKeys())
+	}
+	return fmt.Sprintf("unknown: no key that only one mode keeps (%s, %s): nobody has asked for it in either mode; --fair or --fair=false names the mode",
+		modeFast.ownKeys(), modeFair.ownKeys())
+}
+
 // writeText prints the report for people: one aligned line per fact.
 func (r inspectReport) writeText(w io.Writer) {
 	r.inspectTarget.writeText(w)
+	reportLine(w, "mode", "%s", r.modeText())
 	if !r.Held {
 		reportLine(w, "held by", "nobody: the lock is free")
-		if r.Wanted && r.Mode == "fast" {
+		if r.Wanted && len(r.Queue) == 0 {
 			reportLine(w, "asked for", "yes, by a waiter that has not taken it yet")
 		}
 	} else {

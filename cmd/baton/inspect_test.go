@@ -18,19 +18,23 @@ import (
 
 // inspected is inspect's --json document.
 type inspected struct {
-	Addr     string  `json:"addr"`
-	Key      string  `json:"key"`
-	RedisKey string  `json:"redis_key"`
-	Mode     string  `json:"mode"`
-	Held     bool    `json:"held"`
-	Holder   *string `json:"holder"`
-	TTLms    *int64  `json:"ttl_ms"`
-	Token    *uint64 `json:"token"`
-	Wanted   bool    `json:"wanted"`
-	Queue    []struct {
-		Owner       string `json:"owner"`
-		LeaseLeftMs int64  `json:"lease_left_ms"`
-	} `json:"queue"`
+	Addr     string            `json:"addr"`
+	Key      string            `json:"key"`
+	RedisKey string            `json:"redis_key"`
+	Mode     string            `json:"mode"`
+	ModeKeys string            `json:"mode_keys"`
+	Held     bool              `json:"held"`
+	Holder   *string           `json:"holder"`
+	TTLms    *int64            `json:"ttl_ms"`
+	Token    *uint64           `json:"token"`
+	Wanted   bool              `json:"wanted"`
+	Queue    []inspectedWaiter `json:"queue"`
+}
+
+// inspectedWaiter is one waiter of inspected's queue.
+type inspectedWaiter struct {
+	Owner       string `json:"owner"`
+	LeaseLeftMs int64  `json:"lease_left_ms"`
 }
 
 // inspectJSON runs inspect with --json and decodes its stdout, which must
@@ -72,6 +76,7 @@ func TestInspectHeldLockShowsTTLAndToken(t *testing.T) {
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	require.Empty(t, r.stderr)
 	require.Contains(t, r.stdout, "baton:{orders}")
+	require.Contains(t, r.stdout, "(mode unknown)\n")
 	require.Contains(t, r.stdout, "held by:")
 	require.Contains(t, r.stdout, "TTL left:")
 	require.Contains(t, r.stdout, "fencing token:   "+strconv.FormatUint(ls.Token(), 10)+"\n")
@@ -79,9 +84,9 @@ func TestInspectHeldLockShowsTTLAndToken(t *testing.T) {
 
 	doc := inspectJSON(t, "--addr", srv.Addr, "orders")
 	require.Equal(t, inspected{
-		Addr: srv.Addr, Key: "orders", RedisKey: "baton:{orders}", Mode: "fast", Held: true,
-		Holder: doc.Holder, TTLms: doc.TTLms, Token: doc.Token,
-	}, doc)
+		Addr: srv.Addr, Key: "orders", RedisKey: "baton:{orders}", Mode: "unknown", ModeKeys: "none", Held: true,
+		Holder: doc.Holder, TTLms: doc.TTLms, Token: doc.Token, Queue: []inspectedWaiter{},
+	}, doc, "nobody waits: the keys of both modes are the same")
 	require.NotNil(t, doc.Holder)
 	require.Len(t, *doc.Holder, 8)
 	require.NotNil(t, doc.TTLms)
@@ -256,4 +261,137 @@ func TestInspectReadsFlagsAnywhere(t *testing.T) {
 			require.Equal(t, c.redisKey, doc.RedisKey)
 		})
 	}
+}
+
+// modeStage is a lock as a test sets it up: its holder, of a mode or
+// none, and the waiters it has, by mode.
+type modeStage struct {
+	holder  string   // "fast", "fair" or "" for a free lock
+	waiters []string // "fast": a waiter that asked; "fair": one queued
+}
+
+// set sets key on srv up as s says, and returns once every waiter's key
+// is there: a fast waiter's request, a fair waiter's place in the queue.
+// The waiters wait until the test ends.
+func (s modeStage) set(t *testing.T, srv *redistest.Server, key string) {
+	t.Helper()
+	modeOpts := func(mode string) []lock.Option {
+		opts := []lock.Option{lock.WithTTL(30 * time.Second)}
+		if mode == "fair" {
+			opts = append(opts, lock.WithFair())
+		}
+		return opts
+	}
+	if s.holder != "" {
+		_, err := openLocker(t, srv, modeOpts(s.holder)...).Lock(context.Background(), key)
+		require.NoError(t, err)
+	}
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait) // after the waiters' Lockers close, which ends their Lock
+	for _, mode := range s.waiters {
+		w := openLocker(t, srv, modeOpts(mode)...)
+		wg.Go(func() {
+			// A waiter that gets the lock lets it go; one that does not
+			// fails when its Locker closes.
+			if ls, err := w.Lock(context.Background(), key); err == nil {
+				_ = ls.Unlock(context.Background())
+			}
+		})
+	}
+	for _, mode := range s.waiters {
+		count, name := "LLEN", "baton:{"+key+"}:wanted"
+		if mode == "fair" {
+			count, name = "ZCARD", "baton:{"+key+"}:queue"
+		}
+		redistest.Eventually(t, func() bool { return srv.Do(t, count, name).Int == 1 }, 5*time.Second, time.Millisecond,
+			"the %s waiter's key", mode)
+	}
+}
+
+// TestInspectTellsTheModeFromTheKeys: without --fair, inspect reads the
+// mode from the keys that only one mode keeps (a fast lock's requests, a
+// fair lock's queue), and says so; where they tell nothing, or tell of
+// both modes, it says that instead of guessing. --fair and --fair=false
+// choose the mode, with a warning when the keys say otherwise.
+func TestInspectTellsTheModeFromTheKeys(t *testing.T) {
+	srv := redistest.Start(t)
+	for i, c := range []struct {
+		name  string
+		stage modeStage
+		flags []string
+		// What the JSON document says: the mode, the keys, whether the
+		// lock is asked for and the queue's length (-1: null).
+		mode, keys string
+		wanted     bool
+		queue      int
+		says       string // the view's mode line, or its start
+		warns      bool
+	}{
+		{name: "a fast lock asked for", stage: modeStage{"fast", []string{"fast"}},
+			mode: "fast", keys: "fast", wanted: true, queue: -1, says: "fast, as its keys tell"},
+		{name: "a fair lock with a queue", stage: modeStage{"fair", []string{"fair"}},
+			mode: "fair", keys: "fair", wanted: true, queue: 1, says: "fair, as its keys tell"},
+		{name: "a fast lock nobody waits for", stage: modeStage{"fast", nil},
+			mode: "unknown", keys: "none", queue: 0, says: "unknown: no key that only one mode keeps"},
+		{name: "a fair lock nobody waits for", stage: modeStage{"fair", nil},
+			mode: "unknown", keys: "none", queue: 0, says: "unknown: no key that only one mode keeps"},
+		{name: "a free lock", stage: modeStage{"", nil},
+			mode: "unknown", keys: "none", queue: 0, says: "unknown: no key that only one mode keeps"},
+		{name: "keys of both modes", stage: modeStage{"fair", []string{"fast", "fair"}},
+			mode: "unknown", keys: "both", wanted: true, queue: 1, says: "unknown: keys of both modes"},
+		{name: "--fair on a fair lock", stage: modeStage{"fair", []string{"fair"}}, flags: []string{"--fair"},
+			mode: "fair", keys: "fair", wanted: true, queue: 1, says: "fair, as --fair says\n"},
+		{name: "--fair on a lock nobody waits for", stage: modeStage{"fast", nil}, flags: []string{"--fair"},
+			mode: "fair", keys: "none", queue: 0, says: "fair, as --fair says\n"},
+		{name: "--fair on a fast lock", stage: modeStage{"fast", []string{"fast"}}, flags: []string{"--fair"},
+			mode: "fair", keys: "fast", queue: 0, says: "fair, as --fair says, but it has a list of requests, which only a fast lock keeps", warns: true},
+		{name: "--fair=false on a fair lock", stage: modeStage{"fair", []string{"fair"}}, flags: []string{"--fair=false"},
+			mode: "fast", keys: "fair", queue: -1, says: "fast, as --fair=false says, but it has a queue, which only a fair lock keeps", warns: true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			key := "k" + strconv.Itoa(i)
+			c.stage.set(t, srv, key)
+			args := append([]string{"inspect", key, "--addr", srv.Addr}, c.flags...)
+
+			r := runBaton(t, 30*time.Second, nil, args...)
+			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			if c.mode == "unknown" {
+				require.Contains(t, r.stdout, " (mode unknown)\n")
+			} else {
+				require.Contains(t, r.stdout, " ("+c.mode+" mode)\n")
+			}
+			require.Contains(t, r.stdout, "mode:            "+c.says)
+			if c.stage.holder != "" {
+				require.Contains(t, r.stdout, "asked to let go: "+map[bool]string{true: "yes", false: "no"}[c.wanted]+"\n")
+			}
+			requireWarning(t, c.warns, r.stderr)
+
+			r = runBaton(t, 30*time.Second, nil, append(args, "--json")...)
+			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			requireWarning(t, c.warns, r.stderr)
+			doc := decodeInspected(t, r.stdout)
+			require.Equal(t, c.mode, doc.Mode)
+			require.Equal(t, c.keys, doc.ModeKeys)
+			require.Equal(t, c.stage.holder != "", doc.Held)
+			require.Equal(t, c.wanted, doc.Wanted)
+			if c.queue < 0 {
+				require.Nil(t, doc.Queue)
+			} else {
+				require.NotNil(t, doc.Queue)
+				require.Len(t, doc.Queue, c.queue)
+			}
+		})
+	}
+}
+
+// requireWarning checks stderr of an inspect that succeeded: one line of
+// warning where the keys contradict the mode given, else nothing.
+func requireWarning(t *testing.T, warns bool, stderr string) {
+	t.Helper()
+	if !warns {
+		require.Empty(t, stderr)
+		return
+	}
+	require.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+	require.Contains(t, stderr, "baton inspect: warning: ")
 }

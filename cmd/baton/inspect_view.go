@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"time"
-
-	"github.com/batonlock/baton/lock"
 )
 
 // redrawScreen moves a terminal's cursor home and erases the screen, for
@@ -37,21 +35,22 @@ type inspectFailure struct {
 	Error string `json:"error"`
 }
 
-// show prints one refresh: the lock as info has it or, when err is not
-// nil, why the refresh failed. It fails only when w does.
-func (v *inspectView) show(info lock.Info, err error) error {
+// show prints one refresh: the lock as insp has it or, when err is not
+// nil, why the refresh failed, naming the lock in the mode --fair gave,
+// as nothing was read to tell it. It fails only when w does.
+func (v *inspectView) show(insp inspection, err error) error {
 	v.buf.Reset()
 	if v.f.json {
-		var doc any = newInspectReport(v.f, info)
+		var doc any = newInspectReport(v.f, insp)
 		if err != nil {
-			doc = inspectFailure{inspectTarget: newInspectTarget(v.f), Error: oneLine(err)}
+			doc = inspectFailure{inspectTarget: newInspectTarget(v.f, v.f.mode), Error: oneLine(err)}
 		}
 		// Encode writes the document on one line, and the newline.
 		if err := json.NewEncoder(&v.buf).Encode(doc); err != nil {
 			return fmt.Errorf("writing the report: %w", err)
 		}
 	} else {
-		v.writeText(info, err)
+		v.writeText(insp, err)
 	}
 	if _, err := v.w.Write(v.buf.Bytes()); err != nil {
 		return fmt.Errorf("writing the view: %w", err)
@@ -59,16 +58,16 @@ func (v *inspectView) show(info lock.Info, err error) error {
 	return nil
 }
 
-func (v *inspectView) writeText(info lock.Info, err error) {
+func (v *inspectView) writeText(insp inspection, err error) {
 	if v.redraw {
 		v.buf.WriteString(redrawScreen)
 	}
 	reportLine(&v.buf, "refreshed", "%s (every %v until interrupted)", time.Now().Format(time.TimeOnly+".000"), v.f.interval)
 	if err != nil {
-		newInspectTarget(v.f).writeText(&v.buf)
+		newInspectTarget(v.f, v.f.mode).writeText(&v.buf)
 		reportLine(&v.buf, "refresh failed", "%s", oneLine(err))
 	} else {
-		newInspectReport(v.f, info).writeText(&v.buf)
+		newInspectReport(v.f, insp).writeText(&v.buf)
 	}
 	if !v.redraw {
 		v.buf.WriteString("\n")

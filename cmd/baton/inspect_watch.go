@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"time"
-
-	"github.com/batonlock/baton/lock"
 )
 
 // watchInspect is inspect --watch: it shows the lock every f.interval
@@ -14,19 +12,15 @@ import (
 // The first refresh must succeed, as a one-shot inspect must: a wrong
 // address, password or key then ends the command at once, instead of
 // being shown until someone notices. After it, a refresh that fails is
-// shown in the view and the next one tries again. One Locker serves every
-// refresh, so a refresh costs one round trip rather than two dials; its
-// client dials a new connection when the old one broke, which is how the
-// watch recovers once the server is back.
+// shown in the view and the next one tries again. One inspector serves
+// every refresh, so a refresh costs a round trip (two for a fair lock
+// whose mode its keys tell) rather than dials; its Lockers' clients dial a
+// new connection when the old one broke, which is how the watch recovers
+// once the server is back.
 func watchInspect(ctx context.Context, f inspectFlags, out outputs) error {
-	openCtx, cancel := context.WithTimeout(ctx, inspectTimeout)
-	l, err := openInspector(openCtx, f)
-	cancel()
-	if err != nil {
-		return watchEnded(ctx, f, err)
-	}
-	defer l.Close()
-	info, err := refreshInspect(ctx, l, f.key)
+	in := newInspector(f)
+	defer in.Close()
+	insp, err := in.read(ctx)
 	if err != nil {
 		return watchEnded(ctx, f, err)
 	}
@@ -36,7 +30,7 @@ func watchInspect(ctx context.Context, f inspectFlags, out outputs) error {
 	wait := time.NewTimer(f.interval)
 	defer wait.Stop()
 	for {
-		if err := view.show(info, err); err != nil {
+		if err := view.show(insp, err); err != nil {
 			return err
 		}
 		wait.Reset(f.interval)
@@ -45,7 +39,7 @@ func watchInspect(ctx context.Context, f inspectFlags, out outputs) error {
 			return nil
 		case <-wait.C:
 		}
-		info, err = refreshInspect(ctx, l, f.key)
+		insp, err = in.read(ctx)
 		if ctx.Err() != nil {
 			return nil // cut short: the view keeps the refresh before
 		}
@@ -60,12 +54,4 @@ func watchEnded(ctx context.Context, f inspectFlags, err error) error {
 		return nil
 	}
 	return inspectFailed(f, err)
-}
-
-// refreshInspect reads the lock once through l, bounded as a one-shot
-// inspect is.
-func refreshInspect(ctx context.Context, l *lock.Locker, key string) (lock.Info, error) {
-	ctx, cancel := context.WithTimeout(ctx, inspectTimeout)
-	defer cancel()
-	return l.Inspect(ctx, key)
 }

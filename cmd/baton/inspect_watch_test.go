@@ -176,7 +176,8 @@ func TestInspectWatchJSONFollowsTheLock(t *testing.T) {
 	w := startWatch(t, "--json", "--interval", "20ms", "--addr", srv.Addr, "orders")
 
 	first := w.nextDoc(t)
-	require.Equal(t, inspected{Addr: srv.Addr, Key: "orders", RedisKey: "baton:{orders}", Mode: "fast"}, first.inspected)
+	require.Equal(t, inspected{Addr: srv.Addr, Key: "orders", RedisKey: "baton:{orders}", Mode: "unknown", ModeKeys: "none",
+		Queue: []inspectedWaiter{}}, first.inspected)
 	require.Nil(t, first.Error)
 
 	ls, err := l.Lock(context.Background(), "orders")
@@ -307,7 +308,8 @@ func TestInspectWatchKeepsGoingWhileTheServerIsGone(t *testing.T) {
 	proxy.Refuse(true)
 	proxy.Reset()
 	failed := w.docUntil(t, func(d watchedDoc) bool { return d.Error != nil })
-	require.Equal(t, inspected{Addr: proxy.Addr(), Key: "orders", RedisKey: "baton:{orders}", Mode: "fast"}, failed.inspected)
+	require.Equal(t, inspected{Addr: proxy.Addr(), Key: "orders", RedisKey: "baton:{orders}", Mode: "unknown"}, failed.inspected,
+		"a refresh that failed read no key to tell the mode by")
 	require.NotEmpty(t, *failed.Error)
 	require.NotContains(t, *failed.Error, "\n")
 	// Refreshes go on failing while the server is gone.
@@ -338,7 +340,7 @@ func TestInspectWatchShowsAStoppedServer(t *testing.T) {
 
 	srv.Stop()
 	failed := w.frameUntil(t, "refresh failed:")
-	require.Contains(t, failed, "lock:            baton:{k} on "+srv.Addr+" (fast mode)\n")
+	require.Contains(t, failed, "lock:            baton:{k} on "+srv.Addr+" (mode unknown)\n")
 	require.NotContains(t, failed, "held by:")
 	for range 2 {
 		require.Contains(t, w.nextFrame(t), "refresh failed:")
