@@ -82,14 +82,19 @@
 //
 // [ErrUndecodable] reports stored state that the codec cannot decode,
 // which is left as it is; [ErrInvalid] a bad argument or option, with
-// nothing sent; [ErrClosed] a Modify on a closed Manager.
+// nothing sent; [ErrClosed] a Modify once [Manager.Close] has begun,
+// which wrote nothing.
 //
 // # Concurrency
 //
 // A Manager is safe for concurrent use. Local calls of Modify for one
 // token take turns. With WithHold, the Manager owns one goroutine per
 // token it holds, which lets the lock go; [Manager.Close] stops them and
-// waits.
+// waits. Close also waits for the write-backs on their way, but not for
+// a function in progress: its Modify writes nothing, and fails with
+// ErrClosed once the function returns. Once Close has returned, the
+// Manager writes nothing more (but for a write-back whose caller's
+// context ended with it on its way, which may land yet).
 //
 // How often another instance is passed over by back-to-back
 // modifications, in each mode and with hold, is measured in

@@ -14,7 +14,7 @@ import (
 type holding struct {
 	users int // guarded by Manager.mu: Modify calls using this entry
 
-	slot  chan struct{} // capacity 1: taken by whoever uses lease and data
+	slot  chan struct{} // capacity 1: taken by whoever uses lease and data, given up by leave
 	lease *lock.Lease   // guarded by slot: nil when not holding
 	data  []byte        // guarded by slot: the state last written
 	// lastWrite is when the last modification was written, in
@@ -38,7 +38,11 @@ func (m *Manager[T]) modifyHolding(ctx context.Context, call uint64, token strin
 	case <-ctx.Done():
 		return fmt.Errorf("manager: modify %q: %w", token, ctx.Err())
 	}
-	defer func() { <-h.slot }()
+	defer m.leave(ctx, h)
+	if m.isClosing() {
+		// Close began while this call waited its turn; leave lets go.
+		return errClosed(token)
+	}
 
 	if h.lease != nil && (closed(h.lease.Wanted()) || closed(h.lease.Done())) {
 		// Asked for while idle, or lost: the watcher is letting go.
@@ -132,13 +136,19 @@ const (
 // writeHeld writes data back with the lease kept, unless another instance
 // asked for the lock, which the same script then hands it to. With
 // overExisting, a missing state writes nothing and returns an error matching
-// lock.ErrStateMissing, with the lease still held.
+// lock.ErrStateMissing, with the lease still held. Once Close has begun it
+// writes nothing, lets go, and returns errClosed.
 //
 // If ctx has ended (fn may have cancelled it), it writes back and releases
 // in one, as Modify without hold does, which completes in the background
 // (an error matching conn.UncertainError says so), and the hold ends: a
 // write with the lease kept could not be sent, and would be uncertain.
 func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, data []byte, over overwrite) error {
+	if !m.beginWrite() {
+		m.letGo(context.WithoutCancel(ctx), h)
+		return errClosed(token)
+	}
+	defer m.writes.Done()
 	w := lock.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: over == overExisting}
 	if ctx.Err() != nil {
 		// The usual outcome is an error matching conn.UncertainError:
@@ -197,12 +207,50 @@ func closed(ch <-chan struct{}) bool {
 	}
 }
 
+// takeSlot takes h's slot for a watcher, waiting for the Modify that has
+// it, unless Close begins meanwhile. Then it does not wait for that
+// Modify's function: it returns false if the slot is still taken, and
+// whoever has it lets go on leaving (see leave). It looks under mu, as
+// leave gives the slot up under mu once it has seen that Close has not
+// begun: so either the slot's holder sees closing, or the slot is free
+// here.
+func (m *Manager[T]) takeSlot(h *holding) bool {
+	select {
+	case h.slot <- struct{}{}:
+		return true
+	case <-m.closed.Done():
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	select {
+	case h.slot <- struct{}{}:
+		return true
+	default:
+		return false
+	}
+}
+
+// leave gives up h's slot, which the caller has. Once Close has begun it
+// first lets go of the lease held, if any, with ctx's values and not its
+// end: Close does not wait for a Modify in progress, and a watcher that
+// found the slot taken left the lease to whoever had it (see takeSlot).
+func (m *Manager[T]) leave(ctx context.Context, h *holding) {
+	m.mu.Lock()
+	for m.closing && h.lease != nil {
+		m.mu.Unlock()
+		m.letGo(context.WithoutCancel(ctx), h)
+		m.mu.Lock()
+	}
+	<-h.slot
+	m.mu.Unlock()
+}
+
 // use returns the token's entry, made if need be, counted as in use.
 func (m *Manager[T]) use(token string) (*holding, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
-		return nil, ErrClosed
+		return nil, errClosed(token)
 	}
 	h := m.holds[token]
 	if h == nil {
@@ -271,12 +319,15 @@ wait:
 			break wait
 		}
 	}
-	// Let go after the modification in progress, if any.
-	h.slot <- struct{}{}
+	// Let go after the modification in progress, if any, unless Close
+	// begins meanwhile: then that Modify lets go as it leaves.
+	if !m.takeSlot(h) {
+		return // the Modify that has the slot forgets the entry too (unuse)
+	}
 	if h.lease == lease {
 		m.letGo(context.Background(), h)
 	}
-	<-h.slot
+	m.leave(context.Background(), h)
 	m.mu.Lock()
 	m.forgetLocked(token, h)
 	m.mu.Unlock()

@@ -46,6 +46,9 @@ type Manager[T any] struct {
 	closed   context.Context // ends at Close: holds let go
 	close    context.CancelFunc
 	watchers sync.WaitGroup // one goroutine per hold in progress
+	// writes counts the write-backs on their way (beginWrite), which
+	// Close waits for, so that none lands after it returned.
+	writes sync.WaitGroup
 
 	mu      sync.Mutex
 	holds   map[string]*holding // guarded by mu: per token, while used or held
@@ -129,15 +132,55 @@ func (m *Manager[T]) sinceEpoch() int64 { return int64(time.Since(m.epoch)) }
 // may write it on Redis Cluster too.
 func (m *Manager[T]) Key(token string) string { return m.prefix + "{" + token + "}:state" }
 
-// Close lets go of every lock held between modifications and waits for
-// that. Modify fails with ErrClosed afterwards; Get still works.
+// Close ends the Manager's modifications: from the moment it begins,
+// Modify fails with an error matching ErrClosed and writes nothing. Get
+// still works.
+//
+// Close waits for the write-backs already on their way, whose Modify
+// returns what the server said, and lets go of every lock held between
+// modifications (WithHold), and waits for that. It does not wait for a
+// function in progress, which is the caller's code and may wait on what
+// the caller stops next: the Modify that runs it writes nothing, releases
+// the lock once the function returns, and fails with ErrClosed. So once
+// Close has returned, the Manager writes nothing more, but for a
+// write-back whose caller's context ended with it on its way: the server
+// may run it yet, or the Locker finish it in the background, which the
+// Locker's Close waits for.
 func (m *Manager[T]) Close() error {
 	m.mu.Lock()
 	m.closing = true
 	m.mu.Unlock()
 	m.close()
+	m.writes.Wait()
 	m.watchers.Wait()
 	return nil
+}
+
+// isClosing reports whether Close has begun.
+func (m *Manager[T]) isClosing() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.closing
+}
+
+// beginWrite counts a write-back in, so that Close waits for it, unless
+// Close has begun: then nothing may be written, and the caller lets go of
+// its lease and returns errClosed. A true return must be matched by
+// m.writes.Done. Under mu, as Close sets closing: no write-back is added
+// once Close waits.
+func (m *Manager[T]) beginWrite() bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closing {
+		return false
+	}
+	m.writes.Add(1)
+	return true
+}
+
+// errClosed is the error of a Modify of token once Close has begun.
+func errClosed(token string) error {
+	return fmt.Errorf("manager: modify %q: %w", token, ErrClosed)
 }
 
 func (m *Manager[T]) check(ctx context.Context, token string) error {

@@ -37,6 +37,10 @@ import (
 //     be), the error matches conn.UncertainError and ctx's error: the
 //     write may land yet. With WithHold the lock is let go then, by a
 //     release sent after the write-back, in the background.
+//   - Once Close has begun, nothing is written and the error matches
+//     ErrClosed. A Modify that starts afterwards sends nothing and does
+//     not run fn; one that started before fails at the latest when fn
+//     returns, and releases the lock first (see Close).
 //
 // The lock is released even when ctx ends during fn, with or without
 // WithHold: the write-back if fn succeeded, and the release, are sent in
@@ -53,6 +57,9 @@ func (m *Manager[T]) Modify(ctx context.Context, token string, fn func(*T) error
 	}
 	if fn == nil {
 		return fmt.Errorf("%w: nil function", ErrInvalid)
+	}
+	if m.isClosing() {
+		return errClosed(token)
 	}
 	call, start := observe.NewCall(), time.Now()
 	m.locker.Observe(observe.Event{Kind: observe.CallBegan, Time: start, Call: call, Op: observe.Modify, Key: token, Context: ctx})
@@ -94,6 +101,12 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, call uint64, token string, 
 	if err != nil {
 		return err
 	}
+	if !m.beginWrite() {
+		// Close began while fn ran: the deferred Unlock gives the lock
+		// back untouched.
+		return errClosed(token)
+	}
+	defer m.writes.Done()
 	written = true
 	if _, err := lease.Commit(ctx, lock.Write{Key: key, Value: string(data), TTL: m.ttl, Unlock: true}); err != nil {
 		// Refused before anything was sent (New and check refuse what it

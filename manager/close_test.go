@@ -1,0 +1,159 @@
+package manager_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+	"github.com/batonlock/baton/manager"
+)
+
+// TestModifyAfterCloseWritesNothing: once Close has returned, Modify fails
+// with ErrClosed on every path, with or without hold and whether the token
+// was held, before fn runs and before anything is sent: the state in
+// Redis is as it was, and no lock is taken. Get still works, as Close's
+// doc says. Before, a Modify without hold wrote after Close (state 1 → 2).
+func TestModifyAfterCloseWritesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	forEachPath(t, srv, func(t *testing.T, m *manager.Manager[counter]) {
+		ctx := context.Background()
+		require.NoError(t, m.Close())
+		ran := false
+		err := m.Modify(ctx, "k", func(c *counter) error { ran = true; c.N++; return nil })
+		require.ErrorIs(t, err, manager.ErrClosed)
+		require.False(t, ran, "fn ran after Close")
+		require.Equal(t, 1, stateN(t, srv), "Modify wrote after Close")
+		require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}").Int, "Modify took the lock after Close")
+		v, err := m.Get(ctx, "k")
+		require.NoError(t, err, "Get works after Close")
+		require.Equal(t, 1, v.N)
+	})
+}
+
+// TestAModifyWhoseFunctionRunsWhenCloseBeginsWritesNothing: Close does not
+// wait for a function in progress, which is the caller's code and may
+// wait on what the caller stops next. The Modify that runs it writes
+// nothing once fn returns, releases the lock, and fails with ErrClosed, on
+// every path. Before, a Modify without hold, or the first under hold,
+// wrote after Close had returned, and Close waited for the function of a
+// held Modify.
+func TestAModifyWhoseFunctionRunsWhenCloseBeginsWritesNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	forEachPath(t, srv, func(t *testing.T, m *manager.Manager[counter]) {
+		entered, closed := make(chan struct{}), make(chan struct{})
+		modified := make(chan error, 1)
+		go func() {
+			modified <- m.Modify(context.Background(), "k", func(c *counter) error {
+				close(entered)
+				<-closed
+				c.N++
+				return nil
+			})
+		}()
+		<-entered
+		closeReturned := make(chan error, 1)
+		go func() { closeReturned <- m.Close() }()
+		var closeErr error
+		waitedForFn := false
+		select {
+		case closeErr = <-closeReturned:
+		case <-time.After(2 * time.Second):
+			waitedForFn = true
+		}
+		close(closed)
+		err := <-modified
+		if waitedForFn {
+			closeErr = <-closeReturned
+		}
+		require.False(t, waitedForFn, "Close waited for the function in progress")
+		require.NoError(t, closeErr)
+		require.ErrorIs(t, err, manager.ErrClosed)
+		require.Equal(t, 1, stateN(t, srv), "written after Close returned")
+		require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}").Int, "the lock is still held")
+	})
+}
+
+// TestCloseRacingModify: goroutines modify two tokens in a loop while
+// Close is called at a random moment. Close returns, and so does every
+// Modify (no hang); every Modify returns nil or ErrClosed; nothing is
+// written once Close has returned; the counts stored are exactly the
+// Modify calls that returned nil, so a Modify that failed with ErrClosed
+// wrote nothing; and no lock is left held. In both lock modes, with and
+// without hold.
+func TestCloseRacingModify(t *testing.T) {
+	srv := redistest.Start(t)
+	tokens := []string{"a", "b"}
+	for _, mode := range []string{"fast", "fair"} {
+		var lockOpts []lock.Option
+		if mode == "fair" {
+			lockOpts = append(lockOpts, lock.WithFair())
+		}
+		for _, hold := range []time.Duration{0, time.Hour} {
+			name := mode
+			if hold > 0 {
+				name += "+hold"
+			}
+			t.Run(name, func(t *testing.T) {
+				srv.Do(t, "FLUSHALL")
+				m := manager.New[counter](openLocker(t, srv, lockOpts...), manager.WithHold(hold))
+				const workers = 8
+				var wg sync.WaitGroup
+				var mu sync.Mutex
+				succeeded := map[string]int{}
+				var unexpected []error
+				start := make(chan struct{})
+				for i := range workers {
+					token := tokens[i%len(tokens)]
+					wg.Go(func() {
+						<-start
+						for range 500 {
+							err := m.Modify(context.Background(), token, increment)
+							mu.Lock()
+							switch {
+							case err == nil:
+								succeeded[token]++
+							case !errors.Is(err, manager.ErrClosed):
+								unexpected = append(unexpected, err)
+							}
+							mu.Unlock()
+							if err != nil {
+								return
+							}
+						}
+					})
+				}
+				close(start)
+				time.Sleep(time.Duration(rand.IntN(30_000)) * time.Microsecond)
+				closed := make(chan error, 1)
+				go func() { closed <- m.Close() }()
+				select {
+				case err := <-closed:
+					require.NoError(t, err)
+				case <-time.After(10 * time.Second):
+					t.Fatal("Close hangs")
+				}
+				atClose := map[string]string{}
+				for _, token := range tokens {
+					atClose[token] = srv.Do(t, "GET", m.Key(token)).Str
+				}
+				wg.Wait()
+				require.Empty(t, unexpected)
+				for _, token := range tokens {
+					require.Equal(t, atClose[token], srv.Do(t, "GET", m.Key(token)).Str, "token %s written after Close returned", token)
+					v, err := m.Get(context.Background(), token)
+					require.NoError(t, err)
+					require.Equal(t, succeeded[token], v.N, "token %s: the writes are not the Modify calls that returned nil", token)
+					require.Zero(t, srv.Do(t, "EXISTS", "baton:{"+token+"}").Int, "token %s's lock left held", token)
+				}
+				t.Logf("%v written before Close", succeeded)
+			})
+		}
+	}
+}
