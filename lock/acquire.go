@@ -114,7 +114,7 @@ func (l *Locker) startAcquire(ctx context.Context, key string) error {
 		return err
 	}
 	if !l.enter() {
-		return ErrClosed
+		return errLockerClosed
 	}
 	return nil
 }
@@ -220,7 +220,7 @@ func (c *claim) acquired(token uint64, start time.Time, queuedAfter uint64) (att
 	ls := c.newLease(token, start, queuedAfter)
 	if ls == nil {
 		c.releaseInBackground()
-		return attempt{}, ErrClosed
+		return attempt{}, errLockerClosed
 	}
 	return attempt{lease: ls}, nil
 }
@@ -283,7 +283,7 @@ func (c *claim) unacknowledged(ctx context.Context, ls *Lease, short error) erro
 // and err otherwise.
 func (c *claim) stopReason(err error) error {
 	if c.l.closing.Err() != nil {
-		return ErrClosed
+		return errLockerClosed
 	}
 	return err
 }

@@ -84,7 +84,7 @@ func (b *clustered) subscriber(ctx context.Context, key string) (*subscriber.Sub
 	b.mu.Unlock()
 	switch {
 	case closed:
-		return nil, ErrClosed
+		return nil, errLockerClosed
 	case ok:
 		return s, nil
 	}
@@ -96,7 +96,7 @@ func (b *clustered) subscriber(ctx context.Context, key string) (*subscriber.Sub
 	defer b.mu.Unlock()
 	if b.closed {
 		_ = s.Close()
-		return nil, ErrClosed
+		return nil, errLockerClosed
 	}
 	if other, ok := b.subs[addr]; ok {
 		_ = s.Close() // another caller dialed it first

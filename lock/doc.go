@@ -156,6 +156,11 @@
 //     [Lease.Unlock] whose context ended first matches it too, and its
 //     release completes in the background.
 //
+// Package manager's ErrInvalid and ErrClosed are these same two values:
+// one name matches a bad argument whichever package refused it, and a
+// closed Locker or a closed Manager. Their texts name no package; the
+// errors that wrap them do.
+//
 // # Guarantees
 //
 //   - Mutual exclusion by lease: a lease's local deadline is never later

@@ -23,11 +23,27 @@ var (
 	// share a hash tag, a duration under a millisecond, a nil context, and
 	// an address Open cannot read (which matches conn.ErrInvalid too).
 	// Nothing was sent to Redis.
-	ErrInvalid = errors.New("lock: invalid argument")
+	//
+	// Package manager's ErrInvalid is this same value, for a Manager's
+	// arguments and options: one name matches a refusal by either
+	// package. So its text names neither; each error that wraps it
+	// begins with the package that refused.
+	ErrInvalid = errors.New("invalid argument")
 
-	// ErrClosed is returned by calls on a closed Locker.
-	ErrClosed = errors.New("lock: locker closed")
+	// ErrClosed is matched by the errors of calls on a Locker whose Close
+	// has begun, and of the Locks that Close ended while they waited.
+	//
+	// Package manager's ErrClosed is this same value, which a Manager's
+	// Modify returns once the Manager's own Close has begun: one name
+	// matches either closing, since either way the call did nothing and
+	// the next will fail too. So its text names neither; each error that
+	// wraps it says which was closed.
+	ErrClosed = errors.New("closed")
 )
+
+// errLockerClosed is ErrClosed as this package returns it, saying what
+// was closed.
+var errLockerClosed = fmt.Errorf("lock: the Locker is %w", ErrClosed)
 
 // errBadReply is a script reply that no script of this package gives:
 // the server is not running our script, or not as written.

@@ -99,7 +99,7 @@ func (c *claim) lockFair(ctx context.Context, cmds [][]string) (attempt, error) 
 			return attempt{}, c.errorf("wait", ctx.Err())
 		case <-l.closing.Done():
 			c.releaseInBackground()
-			return attempt{}, c.errorf("wait", ErrClosed)
+			return attempt{}, c.errorf("wait", errLockerClosed)
 		}
 		a, err = c.fairAttempt(ctx, fl, withCmds, queuedAfter)
 		if queuedAfter == 0 {

@@ -91,7 +91,7 @@ func (c *claim) handedOver(message string, cmds [][]string, queuedAfter uint64) 
 	ls := c.newLease(token, c.firstAsk, queuedAfter)
 	if ls == nil {
 		c.releaseInBackground()
-		return attempt{}, true, c.errorf("wait", ErrClosed)
+		return attempt{}, true, c.errorf("wait", errLockerClosed)
 	}
 	return attempt{lease: ls}, true, nil
 }

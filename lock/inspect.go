@@ -105,7 +105,7 @@ func (l *Locker) Inspect(ctx context.Context, key string, cmds ...[]string) (Inf
 		return Info{}, err
 	}
 	if !l.enter() {
-		return Info{}, ErrClosed
+		return Info{}, errLockerClosed
 	}
 	defer l.exit()
 	n := l.keyNames(key)

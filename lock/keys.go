@@ -92,7 +92,7 @@ func (n keyNames) fairKeys() []string {
 
 func checkCall(ctx context.Context, prefix, key string) error {
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalid)
+		return fmt.Errorf("lock: %w: nil context", ErrInvalid)
 	}
 	return checkKey(prefix, key)
 }
@@ -107,14 +107,14 @@ func checkCall(ctx context.Context, prefix, key string) error {
 func checkKey(prefix, key string) error {
 	switch {
 	case key == "":
-		return fmt.Errorf("%w: empty key", ErrInvalid)
+		return fmt.Errorf("lock: %w: empty key", ErrInvalid)
 	case len(key) > maxKeyLen:
-		return fmt.Errorf("%w: key of %d bytes, over the %d-byte limit", ErrInvalid, len(key), maxKeyLen)
+		return fmt.Errorf("lock: %w: key of %d bytes, over the %d-byte limit", ErrInvalid, len(key), maxKeyLen)
 	}
 	base := prefix + "{" + key + "}"
 	open := strings.IndexByte(base, '{')
 	if base[open+1] == '}' {
-		return fmt.Errorf("%w: key %q under prefix %q has an empty hash tag: its keys would not share a cluster slot", ErrInvalid, key, prefix)
+		return fmt.Errorf("lock: %w: key %q under prefix %q has an empty hash tag: its keys would not share a cluster slot", ErrInvalid, key, prefix)
 	}
 	return nil
 }
@@ -131,9 +131,9 @@ const maxDuration = 100 * 365 * 24 * time.Hour
 func checkMillis(name string, d time.Duration) error {
 	switch {
 	case d < time.Millisecond:
-		return fmt.Errorf("%w: %s %v, want at least 1ms", ErrInvalid, name, d)
+		return fmt.Errorf("lock: %w: %s %v, want at least 1ms", ErrInvalid, name, d)
 	case d > maxDuration:
-		return fmt.Errorf("%w: %s %v, want at most 100 years (%v)", ErrInvalid, name, d, maxDuration)
+		return fmt.Errorf("lock: %w: %s %v, want at most 100 years (%v)", ErrInvalid, name, d, maxDuration)
 	}
 	return nil
 }

@@ -262,12 +262,12 @@ func (ls *Lease) takeTurn(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-closing:
-		return ErrClosed
+		return errLockerClosed
 	}
 	select {
 	case <-closing:
 		<-turn
-		return ErrClosed
+		return errLockerClosed
 	default:
 		return nil
 	}
@@ -366,13 +366,13 @@ func (ls *Lease) isHeld() bool {
 // Locker.enter): a nil return must be matched by ls.c.l.exit().
 func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.Duration) error {
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalid)
+		return fmt.Errorf("lock: %w: nil context", ErrInvalid)
 	}
 	if err := checkMillis(durationName, d); err != nil {
 		return err
 	}
 	if !ls.c.l.enter() {
-		return ls.c.errorf(op, ErrClosed)
+		return ls.c.errorf(op, errLockerClosed)
 	}
 	return nil
 }
@@ -397,10 +397,10 @@ func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.
 // the Locker's Close has begun (Close releases the lease).
 func (ls *Lease) Unlock(ctx context.Context) error {
 	if ctx == nil {
-		return fmt.Errorf("%w: nil context", ErrInvalid)
+		return fmt.Errorf("lock: %w: nil context", ErrInvalid)
 	}
 	if !ls.c.l.enter() {
-		return ls.c.errorf("unlock", ErrClosed)
+		return ls.c.errorf("unlock", errLockerClosed)
 	}
 	defer ls.c.l.exit()
 	err := ls.unlock(ctx, nil, observe.Released)

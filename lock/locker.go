@@ -122,7 +122,7 @@ type Locker struct {
 // WithKeyspaceEventsConfigured then tells Open.
 func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	if ctx == nil {
-		return nil, fmt.Errorf("%w: nil context", ErrInvalid)
+		return nil, fmt.Errorf("lock: %w: nil context", ErrInvalid)
 	}
 	o, err := buildSettings(opts)
 	if err != nil {
@@ -131,7 +131,7 @@ func Open(ctx context.Context, addr string, opts ...Option) (*Locker, error) {
 	o.queue = observing.StartFor(o.mode(), o.Observers)
 	l, err := open(ctx, addr, o)
 	if err != nil {
-		o.queue.Close(0, ErrClosed)
+		o.queue.Close(0, errLockerClosed)
 	}
 	return l, err
 }
@@ -216,7 +216,7 @@ func checkEviction(ctx context.Context, client commander) error {
 	if len(v.Elems) != 2 || v.Elems[1].Str == "noeviction" {
 		return nil
 	}
-	return fmt.Errorf("%w: the server's maxmemory-policy is %q, which may evict a held lock and let a second owner take it; "+
+	return fmt.Errorf("lock: %w: the server's maxmemory-policy is %q, which may evict a held lock and let a second owner take it; "+
 		"set maxmemory-policy noeviction, or accept the risk with lock.WithEvictionAllowed", ErrInvalid, v.Elems[1].Str)
 }
 
@@ -226,7 +226,7 @@ func checkEviction(ctx context.Context, client commander) error {
 // the caller's.
 func New(c *conn.Client, s *subscriber.Subscriber, opts ...Option) (*Locker, error) {
 	if c == nil || s == nil {
-		return nil, fmt.Errorf("%w: nil client or subscriber", ErrInvalid)
+		return nil, fmt.Errorf("lock: %w: nil client or subscriber", ErrInvalid)
 	}
 	o, err := buildSettings(opts)
 	if err != nil {
@@ -345,7 +345,7 @@ func (l *Locker) Close() error {
 	// After the subscribers, which report to it; a Modify still running
 	// (a Manager's, whose fn Close does not wait for) ends for the
 	// observers here, with ErrClosed.
-	l.obs.Close(l.opts.ReleaseTimeout, ErrClosed)
+	l.obs.Close(l.opts.ReleaseTimeout, errLockerClosed)
 	return errors.Join(errs...)
 }
 

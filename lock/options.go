@@ -232,11 +232,11 @@ func checkSettings(o settings) error {
 	}
 	switch {
 	case o.QueueLease < 3*time.Millisecond:
-		return fmt.Errorf("%w: queue lease %v, want at least 3ms", ErrInvalid, o.QueueLease)
+		return fmt.Errorf("lock: %w: queue lease %v, want at least 3ms", ErrInvalid, o.QueueLease)
 	case o.ReleaseTimeout <= 0:
-		return fmt.Errorf("%w: release timeout %v, want more than 0", ErrInvalid, o.ReleaseTimeout)
+		return fmt.Errorf("lock: %w: release timeout %v, want more than 0", ErrInvalid, o.ReleaseTimeout)
 	case o.ReleaseStyle < releasePingEval || o.ReleaseStyle > releaseGetDel:
-		return fmt.Errorf("%w: release style %d", ErrInvalid, o.ReleaseStyle)
+		return fmt.Errorf("lock: %w: release style %d", ErrInvalid, o.ReleaseStyle)
 	}
 	if err := checkReplicaAck(o); err != nil {
 		return err

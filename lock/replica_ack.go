@@ -79,7 +79,7 @@ func WithReplicaAck(n int, timeout time.Duration) Option {
 func checkReplicaAck(o settings) error {
 	switch {
 	case o.ReplicaAcks < 0:
-		return fmt.Errorf("%w: %d replica acknowledgements, want 0 or more", ErrInvalid, o.ReplicaAcks)
+		return fmt.Errorf("lock: %w: %d replica acknowledgements, want 0 or more", ErrInvalid, o.ReplicaAcks)
 	case o.ReplicaAcks > 0:
 		return checkMillis("replica acknowledgement timeout", o.ReplicaAckTimeout)
 	}

@@ -91,7 +91,7 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	c := &ls.c
 	defer func() { c.uncertain(observe.Commit, err) }()
 	if cluster.HashTag(w.Key) != cluster.HashTag(c.names.lock) {
-		return false, fmt.Errorf("%w: state key %q does not share the hash tag of lock %q", ErrInvalid, w.Key, c.names.lock)
+		return false, fmt.Errorf("lock: %w: state key %q does not share the hash tag of lock %q", ErrInvalid, w.Key, c.names.lock)
 	}
 	if w.Unlock {
 		release := w // only this copy escapes to the release's goroutine

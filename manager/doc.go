@@ -82,8 +82,12 @@
 //
 // [ErrUndecodable] reports stored state that the codec cannot decode,
 // which is left as it is; [ErrInvalid] a bad argument or option, with
-// nothing sent; [ErrClosed] a Modify once [Manager.Close] has begun,
-// which wrote nothing.
+// nothing sent, whether this package or package lock refused it;
+// [ErrClosed] a Modify once [Manager.Close] has begun, which wrote
+// nothing, and any call on a Manager whose Locker is closed. ErrInvalid
+// and ErrClosed are package lock's values, [lock.ErrInvalid] and
+// [lock.ErrClosed]: either package's name matches either package's
+// refusal.
 //
 // # Concurrency
 //

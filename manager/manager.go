@@ -15,8 +15,14 @@ import (
 // ErrInvalid is matched by errors for bad arguments: an empty token, a nil
 // function or context, an option of the wrong type or out of range, a
 // state prefix that does not fit the Locker's (WithKeyPrefix). Nothing was
-// sent.
-var ErrInvalid = errors.New("manager: invalid argument")
+// sent. Modify's refusal of a state over the size limit (WithMaxStateSize)
+// matches it too: that comes after the lock was taken, and nothing was
+// written.
+//
+// It is lock.ErrInvalid, the same value: a bad argument is one condition,
+// whichever package refused it, and either name matches either refusal.
+// The errors that wrap it begin with the package that refused.
+var ErrInvalid = lock.ErrInvalid
 
 // ErrUndecodable is matched when the state stored for a token cannot be
 // decoded. The state is left as it is.
@@ -28,8 +34,13 @@ var ErrUndecodable = errors.New("manager: state cannot be decoded")
 // must pass there too.
 const maxStateTTL = 100 * 365 * 24 * time.Hour
 
-// ErrClosed is returned by calls on a closed Manager.
-var ErrClosed = errors.New("manager: closed")
+// ErrClosed is matched by the error of a Modify once the Manager's Close
+// has begun, and of every call on a Manager whose Locker is closed (or
+// closing). Either way the call did nothing, and the next will fail too.
+//
+// It is lock.ErrClosed, the same value, so that either name matches
+// either closing. The errors that wrap it say which was closed.
+var ErrClosed = lock.ErrClosed
 
 // Manager modifies state of type T per token under the token's lock.
 type Manager[T any] struct {
@@ -69,19 +80,19 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 	if s.codec != nil {
 		c, ok := s.codec.(Codec[T])
 		if !ok {
-			m.err = fmt.Errorf("%w: codec %T is not a Codec for %T", ErrInvalid, s.codec, *new(T))
+			m.err = fmt.Errorf("manager: %w: codec %T is not a Codec for %T", ErrInvalid, s.codec, *new(T))
 		}
 		m.codec = c
 	}
 	switch {
 	case l == nil:
-		m.err = fmt.Errorf("%w: nil Locker", ErrInvalid)
+		m.err = fmt.Errorf("manager: %w: nil Locker", ErrInvalid)
 	case s.ttl < time.Millisecond || s.ttl > maxStateTTL:
-		m.err = fmt.Errorf("%w: state TTL %v, want 1ms to 100 years", ErrInvalid, s.ttl)
+		m.err = fmt.Errorf("manager: %w: state TTL %v, want 1ms to 100 years", ErrInvalid, s.ttl)
 	case s.hold < 0:
-		m.err = fmt.Errorf("%w: hold %v, want 0 or more", ErrInvalid, s.hold)
+		m.err = fmt.Errorf("manager: %w: hold %v, want 0 or more", ErrInvalid, s.hold)
 	case s.maxState < 1:
-		m.err = fmt.Errorf("%w: state size limit %d, want at least 1 byte", ErrInvalid, s.maxState)
+		m.err = fmt.Errorf("manager: %w: state size limit %d, want at least 1 byte", ErrInvalid, s.maxState)
 	}
 	if m.err == nil {
 		m.err = m.checkPrefixes()
@@ -119,7 +130,7 @@ func (m *Manager[T]) checkPrefixes() error {
 func (m *Manager[T]) checkTag(token string) error {
 	lockKey, stateKey := m.locker.Key(token), m.Key(token)
 	if cluster.HashTag(lockKey) != cluster.HashTag(stateKey) {
-		return fmt.Errorf("%w: the state of token %q, %q, would not share the hash tag of its lock, %q: see WithKeyPrefix", ErrInvalid, token, stateKey, lockKey)
+		return fmt.Errorf("manager: %w: the state of token %q, %q, would not share the hash tag of its lock, %q: see WithKeyPrefix", ErrInvalid, token, stateKey, lockKey)
 	}
 	return nil
 }
@@ -180,7 +191,7 @@ func (m *Manager[T]) beginWrite() bool {
 
 // errClosed is the error of a Modify of token once Close has begun.
 func errClosed(token string) error {
-	return fmt.Errorf("manager: modify %q: %w", token, ErrClosed)
+	return fmt.Errorf("manager: modify %q: the Manager is %w", token, ErrClosed)
 }
 
 func (m *Manager[T]) check(ctx context.Context, token string) error {
@@ -188,13 +199,13 @@ func (m *Manager[T]) check(ctx context.Context, token string) error {
 	case m.err != nil:
 		return m.err
 	case ctx == nil:
-		return fmt.Errorf("%w: nil context", ErrInvalid)
+		return fmt.Errorf("manager: %w: nil context", ErrInvalid)
 	case token == "":
-		return fmt.Errorf("%w: empty token", ErrInvalid)
+		return fmt.Errorf("manager: %w: empty token", ErrInvalid)
 	case token[0] == '}':
 		// {}...: an empty hash tag, which would put the state in another
 		// cluster slot than the lock.
-		return fmt.Errorf("%w: token %q begins with '}'", ErrInvalid, token)
+		return fmt.Errorf("manager: %w: token %q begins with '}'", ErrInvalid, token)
 	}
 	// New's checkPrefixes has decided for every token whether its state
 	// shares its lock's hash tag; the commit refuses a state key that

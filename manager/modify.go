@@ -56,7 +56,7 @@ func (m *Manager[T]) Modify(ctx context.Context, token string, fn func(*T) error
 		return err
 	}
 	if fn == nil {
-		return fmt.Errorf("%w: nil function", ErrInvalid)
+		return fmt.Errorf("manager: %w: nil function", ErrInvalid)
 	}
 	if m.isClosing() {
 		return errClosed(token)
@@ -132,7 +132,7 @@ func (m *Manager[T]) apply(call uint64, token string, load func(*T) error, fn fu
 		return nil, fmt.Errorf("manager: modify %q: encoding: %w", token, err)
 	}
 	if len(data) > m.maxState {
-		return nil, fmt.Errorf("%w: modify %q: the state encodes to %d bytes, over the %d-byte limit (WithMaxStateSize); nothing written",
+		return nil, fmt.Errorf("manager: %w: modify %q: the state encodes to %d bytes, over the %d-byte limit (WithMaxStateSize); nothing written",
 			ErrInvalid, token, len(data), m.maxState)
 	}
 	m.locker.Observe(observe.Event{Kind: observe.WritingBack, Call: call, Key: token})
