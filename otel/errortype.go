@@ -20,9 +20,9 @@ func errorType(err error) string {
 		return "not_acquired"
 	case errors.Is(err, lock.ErrNotHeld):
 		return "not_held"
-	case errors.Is(err, lock.ErrClosed), errors.Is(err, manager.ErrClosed):
+	case errors.Is(err, lock.ErrClosed): // manager.ErrClosed is the same value
 		return "closed"
-	case errors.Is(err, lock.ErrInvalid), errors.Is(err, manager.ErrInvalid):
+	case errors.Is(err, lock.ErrInvalid): // and manager.ErrInvalid
 		return "invalid"
 	case errors.Is(err, manager.ErrUndecodable):
 		return "undecodable"
