@@ -1,9 +1,11 @@
 package lock_test
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -343,13 +345,22 @@ func TestEveryDocumentedErrorMatches(t *testing.T) {
 			}},
 		{doc: "Locker.Close: a command in flight past the release timeout", uncertain: true,
 			call: func(t *testing.T, srv *redistest.Server) error {
-				l, err := lock.Open(bg, srv.Addr, lock.WithReleaseTimeout(200*time.Millisecond))
+				var armed atomic.Bool
+				var once sync.Once
+				sent := make(chan struct{})
+				tap := conn.WithTap(func(dir conn.Direction, p []byte) {
+					if dir == conn.Write && armed.Load() && bytes.Contains(p, []byte("EVALSHA")) {
+						once.Do(func() { close(sent) })
+					}
+				})
+				l, err := lock.Open(bg, srv.Addr, lock.WithReleaseTimeout(200*time.Millisecond), lock.WithConnOptions(tap))
 				require.NoError(t, err)
 				ls := mustLock(t, l, "k")
 				pausedWrites(t, 5*time.Second)
+				armed.Store(true)
 				extended := make(chan error, 1)
 				go func() { extended <- ls.Extend(bg, time.Minute) }()
-				time.Sleep(50 * time.Millisecond) // the extension is on its way
+				<-sent // the extension is on its way
 				require.NoError(t, l.Close())
 				return <-extended
 			}},
