@@ -41,6 +41,10 @@ type Client struct {
 	// another. Guarded by mu.
 	named   namedPrimary
 	cutDial context.CancelCauseFunc
+	// promoted and superseded are a promotion the watcher's sentinel
+	// announced, until the sentinels name the promoted node (see
+	// sentinelView). Guarded by mu.
+	promoted, superseded namedPrimary
 	// watching is closed when the watcher returns, and stopWatching
 	// stops it; both nil until the first dial starts it. Guarded by mu.
 	watching     chan struct{}

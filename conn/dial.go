@@ -34,7 +34,7 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 // alone, which quote it with its passwords hidden.
 func dialTarget(ctx context.Context, addr urltext.Address, t target, o options) (*Conn, error) {
 	if len(t.sentinels) > 0 {
-		c, _, err := dialPrimary(ctx, addr, t, o, 0)
+		c, _, err := dialPrimary(ctx, addr, t, o, &sentinelView{})
 		return c, err
 	}
 	if o.dialTimeout > 0 {

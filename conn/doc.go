@@ -58,12 +58,22 @@
 // its clients, until the sentinels reconfigure it: about ten seconds
 // later on Redis 7.0.15, and what a client writes there meanwhile is
 // lost. So a Client also keeps a connection to one sentinel subscribed
-// to +switch-master, the announcement of a new primary, and asks that
-// sentinel for the primary when one comes and every 2s besides; an
-// answer that names another node, with an epoch no older than the
-// current connection's, breaks that connection (calls in flight fail
-// with an *UncertainError that matches ErrBroken), and the next call
-// dials the new primary. The watcher starts with the Client's first dial
+// to +switch-master, the announcement of a new primary, and to
+// +promoted-slave, with which the sentinel that leads a failover
+// announces the replica it promoted as soon as it sees it promoted (it
+// names the old primary until every other replica follows the new one,
+// seconds later under load; the other sentinels switch about when it
+// announces the promotion). On either, and every 2s besides, it asks
+// that sentinel for the primary; an answer that names another node,
+// with an epoch no older than the current connection's, or a promotion
+// of another node, breaks that connection (calls in flight fail with an
+// *UncertainError that matches ErrBroken), and the next call dials the
+// new primary; a promoted node that says it is no primary is not taken
+// for one. The sentinels see a promotion at their next look at the
+// replica, once a second during a failover: a Client leaves a primary
+// failed over alive about 1.1s after SENTINEL FAILOVER, and what it
+// wrote there in between is lost unless replicas acknowledged it
+// (lock's WithReplicaAck). The watcher starts with the Client's first dial
 // and moves to the next sentinel when its own fails; Close stops it. A
 // Conn from [Dial] asks the sentinels once and does not follow them. The
 // user, password and database are the data nodes', and options such as

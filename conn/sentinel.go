@@ -97,19 +97,54 @@ type namedPrimary struct {
 	epoch int64
 }
 
+// sentinelView is what a Client knows of the sentinels beyond what they
+// answer at a dial: the newest epoch heard of, and a promotion announced
+// before the sentinels name the promoted node (see Client.promotedLocked).
+type sentinelView struct {
+	newest int64
+	// promoted is the replica a sentinel announced it promoted, at the
+	// epoch of that failover; superseded is the primary it replaces, at
+	// the same epoch. Both zero when none is pending.
+	promoted, superseded namedPrimary
+}
+
+// stale reports whether p names the primary a pending promotion replaced,
+// at no newer epoch: the leading sentinel names it so until every replica
+// follows the new primary, which takes seconds under load, while the old
+// primary, failed over alive, still says it is one.
+func (v sentinelView) stale(p namedPrimary) bool {
+	return v.superseded.addr != "" && p.addr == v.superseded.addr && p.epoch <= v.superseded.epoch
+}
+
 // dialPrimary asks each sentinel of t in turn for the primary, dials the
 // first one named and checks that it is a primary; a sentinel that does
 // not answer, or names a node that is not a primary (a failover under
 // way, a sentinel that lags), is passed over for the next. An answer with
-// an epoch older than newest (the newest a Client has heard of) is tried
-// only once no sentinel gave a newer one that works: the old primary of a
-// failover says it is one until the sentinels reconfigure it, seconds
-// later.
-func dialPrimary(ctx context.Context, addr urltext.Address, t target, o options, newest int64) (*Conn, namedPrimary, error) {
+// an epoch older than the newest a Client has heard of is tried only once
+// no sentinel gave a newer one that works: the old primary of a failover
+// says it is one until the sentinels reconfigure it, seconds later. A
+// promotion the Client heard announced is dialled first, and an answer
+// that still names the primary it replaced is not dialled at all (a
+// failover under way, whose end the Client waits for). A promoted node
+// that cannot be reached, or says it is no primary, was not promoted
+// after all (a sentinel sees the promotion before it announces it): the
+// promotion is dropped from view, and the sentinels' answers are taken
+// as they come.
+func dialPrimary(ctx context.Context, addr urltext.Address, t target, o options, view *sentinelView) (*Conn, namedPrimary, error) {
 	var (
 		none   = &noPrimaryError{master: t.master}
 		behind []namedPrimary
 	)
+	if view.promoted.addr != "" {
+		if c, err := dialNamed(ctx, addr, t, o, view.promoted); err == nil {
+			return c, view.promoted, nil
+		} else {
+			none.errs = append(none.errs, fmt.Errorf("%w (announced as promoted)", err))
+			if ctx.Err() == nil {
+				view.promoted, view.superseded = namedPrimary{}, namedPrimary{}
+			}
+		}
+	}
 	for _, sentinel := range t.sentinels {
 		p, err := askSentinel(ctx, sentinel, t, o)
 		if err != nil {
@@ -117,7 +152,11 @@ func dialPrimary(ctx context.Context, addr urltext.Address, t target, o options,
 			continue
 		}
 		none.named = true
-		if p.epoch < newest {
+		switch {
+		case view.stale(p):
+			none.errs = append(none.errs, fmt.Errorf("sentinel %s named %s, which a promotion at epoch %d replaced", p.by, p.addr, view.superseded.epoch))
+			continue
+		case p.epoch < view.newest:
 			behind = append(behind, p)
 			continue
 		}
@@ -132,7 +171,7 @@ func dialPrimary(ctx context.Context, addr urltext.Address, t target, o options,
 		if c, err := dialNamed(ctx, addr, t, o, p); err == nil {
 			return c, p, nil
 		} else {
-			none.errs = append(none.errs, fmt.Errorf("%w (epoch %d, behind %d)", err, p.epoch, newest))
+			none.errs = append(none.errs, fmt.Errorf("%w (epoch %d, behind %d)", err, p.epoch, view.newest))
 		}
 	}
 	if err := ctx.Err(); err != nil {
@@ -224,12 +263,16 @@ func (c *Client) dialUntilSwitch(ctx context.Context, addr urltext.Address) (cn 
 	dialCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c.mu.Lock()
-	newest := c.newest
+	view := sentinelView{newest: c.newest, promoted: c.promoted, superseded: c.superseded}
 	c.cutDial = cancel
 	c.mu.Unlock()
-	cn, p, err = dialPrimary(dialCtx, addr, c.target, c.opts, newest)
+	promoted := view.promoted
+	cn, p, err = dialPrimary(dialCtx, addr, c.target, c.opts, &view)
 	c.mu.Lock()
 	c.cutDial = nil
+	if view.promoted.addr == "" && promoted.addr != "" && c.promoted == promoted {
+		c.promoted, c.superseded = namedPrimary{}, namedPrimary{} // not promoted after all
+	}
 	c.mu.Unlock()
 	return cn, p, ctx.Err() == nil && errors.Is(context.Cause(dialCtx), errPrimarySwitched), err
 }

@@ -16,6 +16,8 @@ package conn
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -25,6 +27,17 @@ import (
 // switchChannel is the channel on which sentinels announce a new primary:
 // "<master> <old ip> <old port> <new ip> <new port>".
 const switchChannel = "+switch-master"
+
+// promotedChannel is the channel on which the sentinel that leads a
+// failover announces the replica it promoted, as soon as the replica says
+// it is the primary: "slave <ip>:<port> <ip> <port> @ <master> <old ip>
+// <old port>". It announces the switch only once every other replica
+// follows the new primary, seconds later under load (a full sync each),
+// and meanwhile names the old primary, which, failed over alive, still
+// says it is one and takes writes that are lost. The other sentinels
+// switch when the leader's next hello reaches them, about when it
+// announces the promotion.
+const promotedChannel = "+promoted-slave"
 
 // sentinelCheckEvery is how often the watcher asks its sentinel for the
 // primary with no announcement: the longest a switch whose message was
@@ -85,7 +98,16 @@ func (c *Client) watch(ctx context.Context, done chan<- struct{}) {
 // ends. It reports whether it subscribed.
 func (c *Client) watchOne(ctx context.Context, sentinel string) bool {
 	announced := make(chan struct{}, 1)
+	promotions := make(chan promotion, 1)
 	onPush := func(v resp.Value) {
+		if pr, ok := announcesPromotion(v, c.target.master); ok {
+			select {
+			case <-promotions: // the newest replaces one not yet taken
+			default:
+			}
+			promotions <- pr
+			return
+		}
 		if announcesSwitch(v, c.target.master) {
 			select {
 			case announced <- struct{}{}:
@@ -100,7 +122,7 @@ func (c *Client) watchOne(ctx context.Context, sentinel string) bool {
 	dialCtx, cancel := context.WithTimeout(ctx, bound)
 	sc, err := dialSentinel(dialCtx, sentinel, c.target, c.opts, WithRESP3(), WithPushHandler(onPush))
 	if err == nil {
-		if err = sc.DoPush(dialCtx, "SUBSCRIBE", switchChannel); err != nil {
+		if err = sc.DoPush(dialCtx, "SUBSCRIBE", switchChannel, promotedChannel); err != nil {
 			_ = sc.Close()
 		}
 	}
@@ -111,6 +133,7 @@ func (c *Client) watchOne(ctx context.Context, sentinel string) bool {
 	defer sc.Close()
 	tick := time.NewTicker(sentinelCheckEvery)
 	defer tick.Stop()
+	var promoted *promotion // announced, to be taken with the next answer
 	for {
 		askCtx, cancel := context.WithTimeout(ctx, bound)
 		p, err := queryPrimary(askCtx, sc, sentinel, c.target.master)
@@ -118,16 +141,47 @@ func (c *Client) watchOne(ctx context.Context, sentinel string) bool {
 		if err != nil {
 			return true
 		}
-		c.heard(p)
+		if promoted != nil {
+			c.heardPromotion(*promoted, p)
+			promoted = nil
+		} else {
+			c.heard(p)
+		}
 		select {
 		case <-ctx.Done():
 			return true
 		case <-sc.Done():
 			return true
+		case pr := <-promotions:
+			promoted = &pr
 		case <-announced:
 		case <-tick.C:
 		}
 	}
+}
+
+// promotion is a +promoted-slave announcement: the replica promoted, and
+// the primary it replaces, both host:port.
+type promotion struct {
+	replica, over string
+}
+
+// announcesPromotion reads v as a +promoted-slave message for master.
+func announcesPromotion(v resp.Value, master string) (promotion, bool) {
+	if v.Type != resp.Push || len(v.Elems) != 3 || v.Elems[0].Str != "message" || v.Elems[1].Str != promotedChannel {
+		return promotion{}, false
+	}
+	f := strings.Fields(v.Elems[2].Str)
+	if len(f) != 8 || f[0] != "slave" || f[4] != "@" || f[5] != master || !isPort(f[3]) || !isPort(f[7]) {
+		return promotion{}, false
+	}
+	return promotion{replica: net.JoinHostPort(f[2], f[3]), over: net.JoinHostPort(f[6], f[7])}, true
+}
+
+// isPort reports whether s is a TCP port, 1 to 65535.
+func isPort(s string) bool {
+	n, err := strconv.ParseUint(s, 10, 16)
+	return err == nil && n > 0
 }
 
 // announcesSwitch reports whether v is a +switch-master message for
@@ -138,6 +192,42 @@ func announcesSwitch(v resp.Value, master string) bool {
 	}
 	name, _, _ := strings.Cut(v.Elems[2].Str, " ")
 	return name == master
+}
+
+// heardPromotion takes a promotion the watcher's sentinel announced, with
+// that sentinel's answer about the primary, asked just after. While the
+// answer still names the primary the promotion replaces (the leading
+// sentinel does until its switch), the promoted replica is the primary
+// (it says so: the sentinel announces it only then): the connection to
+// the old one breaks, a dial to it is cut short, and the next dial goes
+// to the promoted replica, passing over answers that name the old one at
+// the promotion's epoch (see sentinelView). An answer that names another
+// node already is taken as any answer is.
+func (c *Client) heardPromotion(pr promotion, p namedPrimary) {
+	if p.addr != pr.over {
+		c.heard(p)
+		return
+	}
+	c.mu.Lock()
+	c.newest = max(c.newest, p.epoch)
+	if p.epoch < c.superseded.epoch || p.epoch < c.named.epoch {
+		c.mu.Unlock()
+		return // an older failover's
+	}
+	c.promoted = namedPrimary{by: p.by, addr: pr.replica, epoch: p.epoch}
+	c.superseded = p
+	var stale *Conn
+	if c.conn != nil && c.primary.addr == pr.over {
+		stale = c.conn
+	}
+	if c.cutDial != nil && c.named.addr != pr.replica {
+		c.cutDial(errPrimarySwitched)
+	}
+	c.named = c.promoted
+	c.mu.Unlock()
+	if stale != nil {
+		stale.abort(errPrimarySwitched)
+	}
 }
 
 // heard takes a sentinel's answer about the primary: one that names
@@ -153,6 +243,18 @@ func announcesSwitch(v resp.Value, master string) bool {
 func (c *Client) heard(p namedPrimary) {
 	c.mu.Lock()
 	c.newest = max(c.newest, p.epoch)
+	view := sentinelView{superseded: c.superseded}
+	switch {
+	case view.stale(p):
+		// The leading sentinel, before its switch: the promotion
+		// stands.
+		c.mu.Unlock()
+		return
+	case c.superseded.addr != "" && p.epoch >= c.superseded.epoch:
+		// The sentinels name the promoted node now, or a later
+		// failover's: the announcement has served.
+		c.promoted, c.superseded = namedPrimary{}, namedPrimary{}
+	}
 	var stale *Conn
 	if c.conn != nil && p.epoch >= c.primary.epoch && p.addr != c.primary.addr {
 		stale = c.conn // the next call finds it failed and dials
