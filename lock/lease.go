@@ -145,7 +145,9 @@ func (ls *Lease) runOut() {
 // where the watchdog's last extension failed, and Expired otherwise,
 // with a watchdog too: one that had not failed may not have extended in
 // time (an Extend to a TTL shorter than its pace, a process paused past
-// the deadline). The caller holds mu.
+// the deadline). It is the reason observers are told for every lease
+// that ends past its deadline, whatever ends it (see ended). The caller
+// holds mu.
 func (ls *Lease) runOutReasonLocked() observe.Reason {
 	if ls.extendFailing {
 		return observe.ExtensionFailed
@@ -168,7 +170,8 @@ func (ls *Lease) expire(why observe.Reason) {
 }
 
 // endLocked moves the lease out of held, once, for why, and tells
-// everyone who watches it.
+// everyone who watches it: observers are told why, or that it ran out
+// if its deadline has passed (see ended).
 func (ls *Lease) endLocked(to leaseState, why observe.Reason) bool {
 	if ls.state != held {
 		return false

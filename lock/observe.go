@@ -126,13 +126,28 @@ func (ls *Lease) granted() {
 	c.l.obs.Observe(observe.Event{Kind: observe.LeaseGranted, Time: ls.grantedAt, Call: c.call, Key: c.key, Mode: c.l.mode, How: c.how(), Token: ls.token})
 }
 
-// ended reports the end of the lease, for why. The caller holds ls.mu.
+// ended reports the end of the lease, for why, held until now; or, if
+// its deadline has passed, as run out, held until the deadline. A lease
+// still held at its deadline ran out there, whatever ends it afterwards:
+// nothing notices the deadline pass unless Done was asked for (its timer
+// does) or the watchdog looks, so an Unlock, an Extend or a Commit that
+// finds the lock gone, or Close, may be the first to end a lease that
+// had run out long before. Observers are told what Done's timer would
+// have told them. The moment compared with the deadline is the one the
+// end is taken at: an Unlock's beginning (an Unlock begun in time let go
+// in time, whatever its reply says), an Extend's or a Commit's reply.
+// The caller holds ls.mu.
 func (ls *Lease) ended(why observe.Reason) {
 	c := &ls.c
 	if c.l.obs == nil {
 		return
 	}
-	c.l.obs.Observe(observe.Event{Kind: observe.LeaseEnded, Call: c.call, Key: c.key, Mode: c.l.mode, Token: ls.token, Reason: why, Duration: time.Since(ls.grantedAt)})
+	now := time.Now()
+	held := now.Sub(ls.grantedAt)
+	if !now.Before(ls.deadline) {
+		why, held = ls.runOutReasonLocked(), max(ls.deadline.Sub(ls.grantedAt), 0)
+	}
+	c.l.obs.Observe(observe.Event{Kind: observe.LeaseEnded, Call: c.call, Key: c.key, Mode: c.l.mode, Token: ls.token, Reason: why, Duration: held})
 }
 
 // extendFailed reports a failed extension of the watchdog's.
