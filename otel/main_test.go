@@ -73,11 +73,12 @@ func open(t testing.TB, srv *redistest.Server, opts ...lock.Option) *lock.Locker
 }
 
 // point is one data point of a metric: its attributes, and its value (a
-// sum's) or its count (a histogram's).
+// sum's) or its count and the sum of its values (a histogram's).
 type point struct {
 	attrs attribute.Set
 	value int64
 	count uint64
+	total float64
 }
 
 // collected is the metrics read at once, by name.
@@ -108,7 +109,7 @@ func (tm *telemetry) read() (collected, error) {
 				}
 			case metricdata.Histogram[float64]:
 				for _, p := range data.DataPoints {
-					c[m.Name] = append(c[m.Name], point{attrs: p.Attributes, count: p.Count})
+					c[m.Name] = append(c[m.Name], point{attrs: p.Attributes, count: p.Count, total: p.Sum})
 				}
 			}
 		}
@@ -131,6 +132,16 @@ func (c collected) count(name string, kvs ...attribute.KeyValue) uint64 {
 	var n uint64
 	for _, p := range c.matching(name, kvs) {
 		n += p.count
+	}
+	return n
+}
+
+// total is the sum of the values recorded in name's histogram points
+// that have every attribute in kvs.
+func (c collected) total(name string, kvs ...attribute.KeyValue) float64 {
+	var n float64
+	for _, p := range c.matching(name, kvs) {
+		n += p.total
 	}
 	return n
 }

@@ -143,6 +143,32 @@ func TestALeaseThatRunsOutIsLost(t *testing.T) {
 	require.Zero(t, c.sum("baton.lock.leases.held"))
 }
 
+func TestALeaseThatRanOutUnwatchedIsLost(t *testing.T) {
+	srv := redistest.Start(t)
+	tm := newTelemetry(t)
+	const ttl = 300 * time.Millisecond
+	l := tm.open(t, srv, lock.WithTTL(ttl))
+	// Nobody asks for Done: the one unlocked and the one left for Close
+	// ran out all the same.
+	unlocked, err := l.Lock(context.Background(), "unlocked")
+	require.NoError(t, err)
+	_, err = l.Lock(context.Background(), "left")
+	require.NoError(t, err)
+	time.Sleep(2 * ttl) // past both deadlines, taken from before the acquires
+	require.ErrorIs(t, unlocked.Unlock(context.Background()), lock.ErrNotHeld)
+	require.NoError(t, l.Close())
+
+	c := tm.collect(t)
+	require.EqualValues(t, 2, c.sum("baton.lock.leases.lost", mode("fast"), reason("expired")))
+	require.EqualValues(t, 2, c.sum("baton.lock.leases.lost"))
+	require.EqualValues(t, 2, c.sum("baton.lock.leases.ended", reason("expired")))
+	require.EqualValues(t, 2, c.sum("baton.lock.leases.ended"), "none released or closed")
+	require.EqualValues(t, 2, c.count("baton.lock.hold.duration", reason("expired")))
+	require.LessOrEqual(t, c.total("baton.lock.hold.duration", reason("expired")), 2*ttl.Seconds(),
+		"each held until its deadline, not until it was noticed")
+	require.Zero(t, c.sum("baton.lock.leases.held"))
+}
+
 func TestASubscribersReconnectIsCounted(t *testing.T) {
 	srv := redistest.Start(t)
 	tm := newTelemetry(t)
