@@ -108,7 +108,7 @@ func (ls *Lease) Done() <-chan struct{} {
 		// Run out before anyone asked: a timer would close done a
 		// moment after this returns, while the caller takes an open
 		// Done for a held lock.
-		ls.endLocked(lost, ls.runOutReasonLocked())
+		ls.runOutLocked()
 		ls.mu.Unlock()
 		ls.c.releaseInBackground()
 		return ls.done
@@ -135,9 +135,11 @@ func (ls *Lease) runOut() {
 			return // still counted: the timer runs again
 		}
 	}
-	why := ls.runOutReasonLocked()
+	ended := ls.runOutLocked()
 	ls.mu.Unlock()
-	ls.expire(why)
+	if ended {
+		ls.c.releaseInBackground()
+	}
 	ls.c.l.background.Done()
 }
 
@@ -155,18 +157,18 @@ func (ls *Lease) runOutReasonLocked() observe.Reason {
 	return observe.Expired
 }
 
-// expire ends a lease whose time ran out by this process's clock. The lock
-// may still stand in Redis (the local deadline errs early, and an extension
-// may be landing), so it is released too: once Done is closed, Redis must
-// not keep the lock for a holder that has stopped. why is Expired, or
-// ExtensionFailed where the watchdog's extensions failed.
-func (ls *Lease) expire(why observe.Reason) {
-	ls.mu.Lock()
-	ended := ls.endLocked(lost, why)
-	ls.mu.Unlock()
-	if ended {
-		ls.c.releaseInBackground()
-	}
+// runOutLocked ends a lease whose time ran out by this process's clock,
+// and reports whether it was held until now. The caller holds mu, and
+// saw the deadline pass in the same hold of mu: an extension whose
+// reply came between a look and the end would have moved the deadline
+// and returned nil, for a lease ended and its lock released all the
+// same. Where it reports true, the caller, once it has unlocked mu,
+// releases the lock with the claim's releaseInBackground: the lock may
+// still stand in Redis (the local deadline errs early, and an extension
+// may be landing), and once Done is closed, Redis must not keep the lock
+// for a holder that has stopped.
+func (ls *Lease) runOutLocked() bool {
+	return ls.endLocked(lost, ls.runOutReasonLocked())
 }
 
 // endLocked moves the lease out of held, once, for why, and tells

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"time"
-
-	"github.com/batonlock/baton/observe"
 )
 
 // watchdog extends the lease every TTL/3 until stop is closed, the first
@@ -53,10 +51,15 @@ func (ls *Lease) watchdog(stop <-chan struct{}, first time.Duration) {
 		ls.mu.Lock()
 		ls.extendFailing = err != nil
 		left := time.Until(ls.deadline)
+		// Ended in the hold that saw the deadline pass (see
+		// runOutLocked), for ExtensionFailed, as extendFailing says.
+		ranOut := err != nil && left <= 0 && ls.runOutLocked()
 		ls.mu.Unlock()
 		if err != nil {
 			if left <= 0 {
-				ls.expire(observe.ExtensionFailed)
+				if ranOut {
+					ls.c.releaseInBackground()
+				}
 				return
 			}
 			timer.Reset(min(interval, left))
