@@ -271,7 +271,9 @@
 //
 // [WithObserver] has a Locker report each Lock and TryLock call (its
 // steps: asking, being handed the lock, confirming), each lease (how it
-// was obtained, how long it was held, why it ended), outcomes left
+// was obtained, how long it was held, why it ended: a lease still held
+// at its deadline ran out there, held until then, even where nothing
+// noticed before an Unlock or Close, see observe.Reason), outcomes left
 // unknown, and what happens in the background: a watchdog's failed
 // extension, a release that failed with no caller to tell, a subscribe
 // connection lost and reconnected. Package observe names the events and

@@ -400,6 +400,12 @@ func (ls *Lease) startCall(ctx context.Context, op, durationName string, d time.
 // conn.UncertainError when a retried release found the lock gone and the
 // first attempt may have been the one that released it; and ErrClosed once
 // the Locker's Close has begun (Close releases the lease).
+//
+// A lease whose deadline had passed before Unlock began, with nobody
+// asking for Done, still goes through the release, which the reply
+// decides (ErrNotHeld where the lock had expired; nil where it still
+// stood, the deadline erring early); observers are told that it ran out
+// (observe.Reason says how that is decided).
 func (ls *Lease) Unlock(ctx context.Context) error {
 	if ctx == nil {
 		return fmt.Errorf("lock: %w: nil context", ErrInvalid)

@@ -51,7 +51,8 @@ type Event struct {
 	// a CallEnded with no error.
 	Token uint64
 	// Duration is, on CallEnded, how long the call took; on LeaseEnded,
-	// how long the lease was held; on HandedOver, how long from the hand-off's
+	// how long the lease was held: for one that ran out, from its grant
+	// to its deadline, however late its end was noticed; on HandedOver, how long from the hand-off's
 	// message coming in to the waiter reading it; on Reconnected, how
 	// long the connection was down.
 	Duration time.Duration
@@ -182,23 +183,35 @@ var howNames = [...]string{Free: "free", AfterWait: "after wait", Handed: "hande
 func (h How) String() string { return name(howNames[:], int(h)) }
 
 // Reason is why a lease ended.
+//
+// A lease still held when its deadline passed ran out there, whether or
+// not its holder asked for Done, and whatever ends it afterwards: an
+// Unlock, a write-back, an extension that finds the lock gone, Close or
+// a first Done asked late each end it for Expired (or ExtensionFailed),
+// as the timer behind Done would have, with a Duration that runs to the
+// deadline. The deadline is the one the lease's last extension left. It
+// is compared with an Unlock's beginning (a releasing write-back's too),
+// so that an Unlock begun in time is Released whatever its reply, which
+// decides only what Unlock returns; and with the reply of an extension
+// or of a write-back that keeps the lock.
 type Reason uint8
 
 const (
-	// Released: by its holder (Unlock, or a write-back that released).
+	// Released: by its holder before its deadline (Unlock, or a
+	// write-back that released the lock or handed it on).
 	Released Reason = iota + 1
 	// Expired: its TTL ran out by this process's clock, without an
 	// extension in time: with no watchdog, or with one whose extensions
 	// had not failed (an Extend to a shorter TTL than the watchdog's
 	// pace, a process paused past the deadline).
 	Expired
-	// Lost: an extension or a write found the lock gone or another
-	// owner's.
+	// Lost: before its deadline, an extension or a write found the lock
+	// gone or another owner's.
 	Lost
 	// ExtensionFailed: the lease had a watchdog (lock.WithAutoExtend),
 	// whose last extension had failed when the lease ran out.
 	ExtensionFailed
-	// Closed: the Locker's Close released it.
+	// Closed: the Locker's Close released it before its deadline.
 	Closed
 )
 

@@ -28,9 +28,9 @@
 //     granted or not. On success with baton.lock.how: free (the first
 //     attempt found the lock free), after_wait (a later attempt did), or
 //     handed_over (a release handed it over); on failure with error.type.
-//   - baton.lock.hold.duration: how long a lease was held, with
-//     baton.lock.lease.end_reason: released, expired, lost,
-//     extension_failed or closed.
+//   - baton.lock.hold.duration: how long a lease was held (to its
+//     deadline, for one that ran out), with baton.lock.lease.end_reason:
+//     released, expired, lost, extension_failed or closed.
 //   - baton.modify.duration: how long a Manager's Modify call took
 //     (error.type on failure).
 //   - baton.lock.handoff.duration: how long a hand-off's message waited
@@ -39,7 +39,9 @@
 //     lease, with baton.lock.how.
 //   - baton.lock.leases.ended: leases that ended, with the end reason;
 //     baton.lock.leases.lost: those that ended expired, lost or
-//     extension_failed, that is, while their holder still held them.
+//     extension_failed, that is, while their holder still held them
+//     (a lease that ran out counts here even where its holder's Unlock,
+//     or Close, was the first to notice).
 //   - baton.lock.leases.held: leases granted and not yet ended.
 //   - baton.lock.waiters: Lock and TryLock calls in progress that have
 //     not been granted a lease yet (Modify calls are not counted; the
