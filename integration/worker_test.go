@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"testing"
@@ -101,15 +102,26 @@ type worker struct {
 // ready. The process is killed, if still running, when the test ends.
 func startWorker(t *testing.T, j job) *worker {
 	t.Helper()
+	return startWorkerTo(t, j, nil, os.Stderr)
+}
+
+// startWorkerTo is startWorker with the worker's stderr passed on to
+// stderr, and, unless out is nil, all it writes (stdout and stderr)
+// also written to out, for a test to read once the worker has exited.
+func startWorkerTo(t *testing.T, j job, out, stderr io.Writer) *worker {
+	t.Helper()
 	spec, err := json.Marshal(j)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(os.Args[0], "-test.run=^TestWorkerProcess$", "-test.v=false")
 	cmd.Env = append(os.Environ(), workerEnv+"="+string(spec))
-	cmd.Stderr = os.Stderr
+	cmd.Stderr = stderr
+	if out != nil {
+		cmd.Stderr = io.MultiWriter(stderr, out)
+	}
 	dieWithParent(cmd)
-	out, err := cmd.StdoutPipe()
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,14 +132,15 @@ func startWorker(t *testing.T, j job) *worker {
 	ready := make(chan bool, 1)
 	go func() {
 		buf := make([]byte, len("ready\n"))
-		n, _ := out.Read(buf)
+		n, _ := stdout.Read(buf)
 		ready <- string(buf[:n]) == "ready\n"
-		// Drain the rest (the test framework's own lines) until exit.
-		for {
-			if _, err := out.Read(buf); err != nil {
-				break
-			}
+		keep := io.Discard
+		if out != nil {
+			keep = out
+			_, _ = out.Write(buf[:n])
 		}
+		// Drain the rest (the test framework's own lines) until exit.
+		_, _ = io.Copy(keep, stdout)
 		w.exited <- cmd.Wait()
 	}()
 	t.Cleanup(func() { w.kill() })
