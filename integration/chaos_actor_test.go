@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/batonlock/baton/internal/redisproc"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
 )
@@ -17,7 +18,12 @@ import (
 // Dir/Proc.chaos. The test's own process and each worker get one.
 type chaosPlan struct {
 	Addr string `json:"addr"`
-	Acks int    `json:"acks"` // WithReplicaAck(Acks, ackTimeout) unless 0: a failover loses nothing
+	// Admin is the server a Modify's fn puts out of memory (fn variant
+	// "oom"), as the user Pass names; "" where the actors cannot tell
+	// which node holds a key (a cluster, sentinels), and fn skips it.
+	Admin string `json:"admin,omitempty"`
+	Pass  string `json:"pass,omitempty"`
+	Acks  int    `json:"acks"` // WithReplicaAck(Acks, ackTimeout) unless 0: a failover loses nothing
 	// ReleaseTimeout is the Lockers' WithReleaseTimeout, or 0 for lock's
 	// default (releaseTimeout).
 	ReleaseTimeout time.Duration `json:"release_timeout"`
@@ -198,6 +204,14 @@ func (p *chaosProc) lockOptions(ttl time.Duration) []lock.Option {
 		opts = append(opts, lock.WithReleaseTimeout(p.plan.ReleaseTimeout))
 	}
 	return opts
+}
+
+// admin sends one command to the plan's Admin server, if it has one,
+// as redisproc.Do, whatever comes of it.
+func (p *chaosProc) admin(args ...string) {
+	if p.plan.Admin != "" {
+		_, _ = redisproc.Do(p.plan.Admin, p.plan.Pass, args...)
+	}
 }
 
 // abandon closes what startChaosProc opened before it failed.

@@ -76,10 +76,10 @@ func (f *faulter) inject(kind string) {
 	}
 	switch kind {
 	case "kill-normal":
-		_, err = doAt(f.addr, "CLIENT", "KILL", "TYPE", "normal")
+		_, err = f.target.do(f.addr, "CLIENT", "KILL", "TYPE", "normal")
 	case "kill-addr":
 		var v resp.Value
-		if v, err = doAt(f.addr, "CLIENT", "LIST", "TYPE", "normal"); err == nil {
+		if v, err = f.target.do(f.addr, "CLIENT", "LIST", "TYPE", "normal"); err == nil {
 			var addrs []string
 			for line := range strings.Lines(v.Str) {
 				for field := range strings.FieldsSeq(line) {
@@ -91,27 +91,27 @@ func (f *faulter) inject(kind string) {
 			if len(addrs) > 0 {
 				target := addrs[f.rng.IntN(len(addrs))]
 				r.Note += " " + target
-				_, err = doAt(f.addr, "CLIENT", "KILL", "ADDR", target)
+				_, err = f.target.do(f.addr, "CLIENT", "KILL", "ADDR", target)
 			}
 		}
 	case "pause":
 		ms := 10 + f.rng.IntN(290)
 		r.Note += fmt.Sprintf(" %dms", ms)
 		f.pausedUntil = time.Now().Add(time.Duration(ms) * time.Millisecond)
-		_, err = doAt(f.addr, "CLIENT", "PAUSE", fmt.Sprint(ms), "WRITE")
+		_, err = f.target.do(f.addr, "CLIENT", "PAUSE", fmt.Sprint(ms), "WRITE")
 	case "script-flush":
-		_, err = doAt(f.addr, "SCRIPT", "FLUSH")
+		_, err = f.target.do(f.addr, "SCRIPT", "FLUSH")
 	case "kill-pubsub":
-		_, err = redisKill(f.addr)
+		_, err = f.target.do(f.addr, "CLIENT", "KILL", "TYPE", "pubsub")
 	case "oom":
 		// The policy Open requires stays (noeviction): the server
 		// refuses writes rather than evict. A script stops at its first
 		// write that adds memory, with nothing written.
 		ms := 50 + f.rng.IntN(200)
 		r.Note += fmt.Sprintf(" %dms", ms)
-		if _, err = doAt(f.addr, "CONFIG", "SET", "maxmemory", "1"); err == nil {
+		if _, err = f.target.do(f.addr, "CONFIG", "SET", "maxmemory", "1"); err == nil {
 			time.Sleep(time.Duration(ms) * time.Millisecond)
-			_, err = doAt(f.addr, "CONFIG", "SET", "maxmemory", "0")
+			_, err = f.target.do(f.addr, "CONFIG", "SET", "maxmemory", "0")
 		}
 	case "psubscribe":
 		if f.psub == nil {
@@ -132,7 +132,11 @@ func (f *faulter) startPsub(keep time.Duration) error {
 	if err != nil {
 		return err
 	}
-	if _, err := c.Write(resp.AppendCommand(nil, "PSUBSCRIBE", "*")); err != nil {
+	var cmds []byte
+	if f.target.pass != "" {
+		cmds = resp.AppendCommand(cmds, "AUTH", f.target.pass)
+	}
+	if _, err := c.Write(resp.AppendCommand(cmds, "PSUBSCRIBE", "*")); err != nil {
 		c.Close()
 		return err
 	}

@@ -438,7 +438,7 @@ func (a *actor) modify(rng *rand.Rand, g *generation, key string) {
 		case "slow":
 			time.Sleep(time.Duration(5+rng.IntN(55)) * time.Millisecond)
 		case "oom":
-			_, _ = doAt(a.p.plan.Addr, "CONFIG", "SET", "maxmemory", "1")
+			a.p.admin("CONFIG", "SET", "maxmemory", "1")
 		case "past-ttl":
 			time.Sleep(a.spec.TTL + 30*time.Millisecond)
 		}
@@ -463,7 +463,7 @@ func (a *actor) modify(rng *rand.Rand, g *generation, key string) {
 		err := g.manager.Modify(o.ctx, key, fn)
 		r.Ret = now()
 		if variant == "oom" {
-			_, _ = doAt(a.p.plan.Addr, "CONFIG", "SET", "maxmemory", "0")
+			a.p.admin("CONFIG", "SET", "maxmemory", "0")
 		}
 		r.Class, r.Err = classify(err), errText(err)
 	}()

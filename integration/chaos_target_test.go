@@ -1,10 +1,21 @@
 package integration_test
 
 import (
+	crand "crypto/rand"
+	"encoding/hex"
+	"fmt"
 	"math/rand/v2"
+	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/faultproxy"
+	"github.com/batonlock/baton/internal/redisproc"
+	"github.com/batonlock/baton/resp"
 )
 
 // chaosTarget is what a chaos round runs on: one server, a Redis
@@ -16,7 +27,14 @@ type chaosTarget struct {
 	at func(key string) string
 	// nodes returns the address of every live data node, which the
 	// faults of one server strike.
-	nodes   func() []string
+	nodes func() []string
+	// pass is the data nodes' password, "" for none: the admin
+	// connections of the checks and faults (do) send it.
+	pass string
+	// admin is where a Modify's fn that puts the server out of memory
+	// sends CONFIG SET: the server, where there is one; "" where the
+	// actors cannot tell which node holds a key.
+	admin   string
 	cluster clusterUnderTest // nil but on a cluster
 	// acks is the n of the Lockers' WithReplicaAck, 0 for none.
 	acks int
@@ -57,29 +75,69 @@ func (target chaosTarget) startWatch(rec *chaosRecorder) func() {
 	})
 }
 
-func serverTarget(addr string) chaosTarget {
+// do sends one command to the data node at addr, as redisproc.Do, with
+// the target's password.
+func (target chaosTarget) do(addr string, args ...string) (resp.Value, error) {
+	return redisproc.Do(addr, target.pass, args...)
+}
+
+// chaosPassword is a new password for a chaos target's servers: a random
+// core, which no text can hold by chance, between characters that a URL
+// percent-encodes ('/', '%', '@', ':') or that a query encodes ('+'), so
+// that the forms it may leak in differ from one another.
+func chaosPassword() string {
+	core := make([]byte, 6)
+	_, _ = crand.Read(core)
+	return "chaos/" + hex.EncodeToString(core) + "+%@:"
+}
+
+// serverTarget is a chaos target on srv, which it makes require a new
+// password (chaosPassword), and which the Lockers reach through a fault
+// proxy, closed when the test ends, with the password in their URL: the
+// checks and faults reach srv itself.
+func serverTarget(t *testing.T, srv server) chaosTarget {
+	t.Helper()
+	addr := srv.Addr()
+	pass := chaosPassword()
+	// Set once the server runs, on either backend, rather than in its
+	// config, which a container's readiness check would have to know.
+	if v, err := redisproc.Do(addr, "", "CONFIG", "SET", "requirepass", pass); err != nil || v.Err() != nil {
+		// The error quotes the command, password and all.
+		t.Fatalf("CONFIG SET requirepass: %s", strings.ReplaceAll(fmt.Sprint(err, v.Err()), pass, "[PASSWORD]"))
+	}
+	proxy, err := faultproxy.Start(addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
 	return chaosTarget{
-		addr:  addr,
+		addr:  "redis://" + url.UserPassword("", pass).String() + "@" + proxy.Addr(),
 		at:    func(string) string { return addr },
 		nodes: func() []string { return []string{addr} },
+		pass:  pass,
+		admin: addr,
 	}
 }
 
-// clusterTarget is a chaos target on c, whose methods that take t must
-// run on the test's goroutine: the faulter's does.
-func clusterTarget(t *testing.T, c clusterUnderTest) chaosTarget {
+// clusterTarget is a chaos target on c, whose nodes require pass, ""
+// for none; its methods that take t must run on the test's goroutine:
+// the faulter's does.
+func clusterTarget(t *testing.T, c clusterUnderTest, pass string) chaosTarget {
+	addr := c.URL()
+	if pass != "" {
+		addr = strings.Replace(addr, "://", "://"+url.UserPassword("", pass).String()+"@", 1)
+	}
 	return chaosTarget{
-		addr: c.URL(),
+		addr: addr,
 		at:   func(key string) string { return c.Primary(t, tokenSlot(key)).Addr() },
 		nodes: func() []string {
 			var addrs []string
 			for _, n := range c.Nodes() {
-				if _, err := doAt(n.Addr(), "PING"); err == nil {
+				if _, err := redisproc.Do(n.Addr(), pass, "PING"); err == nil {
 					addrs = append(addrs, n.Addr())
 				}
 			}
 			return addrs
 		},
+		pass:    pass,
 		cluster: c,
 		acks:    1,
 		faults:  chaosClusterFaults,
@@ -106,7 +164,7 @@ func (f *faulter) reshard(rng *rand.Rand) string {
 	from := c.Primary(f.t, slot)
 	var others []clusterNode
 	for _, n := range c.Nodes() {
-		if n.Addr() != from.Addr() && isPrimary(n) {
+		if n.Addr() != from.Addr() && isPrimary(n, f.target.pass) {
 			others = append(others, n)
 		}
 	}
@@ -131,8 +189,9 @@ func (f *faulter) failover(rng *rand.Rand) string {
 	return key + "'s primary " + victim.Addr()
 }
 
-// isPrimary reports whether n says it is a primary.
-func isPrimary(n clusterNode) bool {
-	v, err := doAt(n.Addr(), "ROLE")
+// isPrimary reports whether n, whose password is pass, says it is a
+// primary.
+func isPrimary(n clusterNode, pass string) bool {
+	v, err := redisproc.Do(n.Addr(), pass, "ROLE")
 	return err == nil && len(v.Elems) > 0 && v.Elems[0].Str == "master"
 }

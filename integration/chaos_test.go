@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
 )
 
 var (
@@ -64,7 +66,7 @@ var chaosKinds = []chaosActor{
 // again.
 func TestChaos(t *testing.T) {
 	chaosBothModes(t, 0, func(t *testing.T, b *backend) chaosTarget {
-		return serverTarget(b.start(t, spec{}).Addr())
+		return serverTarget(t, b.start(t, spec{}))
 	})
 }
 
@@ -80,7 +82,15 @@ func TestChaosOnACluster(t *testing.T) {
 		t.Skip("make integration runs it")
 	}
 	chaosBothModes(t, 2, func(t *testing.T, b *backend) chaosTarget {
-		return clusterTarget(t, b.startCluster(t, 3, 1))
+		if !b.process {
+			// redisproc's tools for a cluster of containers (its
+			// readiness check among them) know no password yet.
+			t.Log("a cluster of containers: its nodes require no password")
+			return clusterTarget(t, b.startCluster(t, 3, 1), "")
+		}
+		pass := chaosPassword()
+		// redisproc gives the replicas the password too (masterauth).
+		return clusterTarget(t, startProcessCluster(t, 3, 1, redistest.WithConfig("requirepass "+pass)), pass)
 	})
 }
 
@@ -178,7 +188,8 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 	// The wall clock less the shared clock, to date fencing tokens.
 	wallOffset := time.Now().UnixNano() - now()
 	procPlan := func(proc string, actors []chaosActor, i uint64) chaosPlan {
-		return chaosPlan{Addr: target.addr, Acks: target.acks, ReleaseTimeout: target.releaseTimeout, Fair: run.fair, Keys: keys, Actors: actors,
+		return chaosPlan{Addr: target.addr, Admin: target.admin, Pass: target.pass,
+			Acks: target.acks, ReleaseTimeout: target.releaseTimeout, Fair: run.fair, Keys: keys, Actors: actors,
 			Seed: seedFor(run.seed, run.variant, uint64(round), i), Until: until.UnixNano(), Dir: dir, Proc: proc}
 	}
 	t.Logf("round %d: %v, actors %v", round, plan.length, plan.actors)
@@ -213,12 +224,12 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 		require.NoError(t, w.wait(2*time.Minute))
 	}
 	for _, node := range target.nodes() {
-		_, _ = doAt(node, "CLIENT", "UNPAUSE")
+		_, _ = target.do(node, "CLIENT", "UNPAUSE")
 	}
 	require.NoError(t, faultRec.close())
 
-	leftovers := serverLeftovers(target.at, keys, run.fair)
-	reads := readChaosCounts(t, target.at, keys)
+	leftovers := serverLeftovers(target, keys, run.fair)
+	reads := readChaosCounts(t, target, keys)
 	recs, err := readChaosHistory(dir)
 	require.NoError(t, err)
 	v := checkChaos(recs, reads, p.plan.releaseBound())
@@ -275,11 +286,11 @@ func roundState(target chaosTarget, keys []string, recs []chaosRecord) string {
 	b.WriteString("the nodes now:\n")
 	for _, n := range target.nodes() {
 		fmt.Fprintf(&b, "    %s", n)
-		if role, err := doAt(n, "ROLE"); err == nil && len(role.Elems) > 0 {
+		if role, err := target.do(n, "ROLE"); err == nil && len(role.Elems) > 0 {
 			fmt.Fprintf(&b, " %s", role.Elems[0].Str)
 		}
 		for _, k := range keys {
-			if v, err := doAt(n, "PTTL", "baton:{"+k+"}"); err == nil {
+			if v, err := target.do(n, "PTTL", "baton:{"+k+"}"); err == nil {
 				fmt.Fprintf(&b, " %s=%d", k, v.Int)
 			}
 		}
@@ -296,7 +307,8 @@ func roundState(target chaosTarget, keys []string, recs []chaosRecord) string {
 // that gave up is held for the hand-off window, 500ms, at most), no fair
 // queue may be left once a queue lease (3s) has passed, and every key
 // must have a TTL.
-func serverLeftovers(at func(key string) string, keys []string, fair bool) []chaosFinding {
+func serverLeftovers(target chaosTarget, keys []string, fair bool) []chaosFinding {
+	at, doAt := target.at, target.do
 	var found []chaosFinding
 	wait := func(d time.Duration, gone func() bool) bool {
 		deadline := time.Now().Add(d)
@@ -343,11 +355,11 @@ func serverLeftovers(at func(key string) string, keys []string, fair bool) []cha
 }
 
 // readChaosCounts reads every key's count once the round is over.
-func readChaosCounts(t *testing.T, at func(key string) string, keys []string) []modifyOp {
+func readChaosCounts(t *testing.T, target chaosTarget, keys []string) []modifyOp {
 	var reads []modifyOp
 	for _, key := range keys {
 		call := now()
-		v, err := doAt(at(key), "GET", "baton:{"+key+"}:state")
+		v, err := target.do(target.at(key), "GET", "baton:{"+key+"}:state")
 		require.NoError(t, err)
 		ret := now()
 		var c counter

@@ -86,9 +86,9 @@ type processCluster struct {
 	nodes []clusterNode // a processServer per node of c, in its order
 }
 
-func startProcessCluster(t *testing.T, primaries, replicasEach int) clusterUnderTest {
+func startProcessCluster(t *testing.T, primaries, replicasEach int, opts ...redistest.Option) clusterUnderTest {
 	t.Helper()
-	c := redistest.StartCluster(t, primaries, replicasEach)
+	c := redistest.StartCluster(t, primaries, replicasEach, opts...)
 	p := &processCluster{c: c}
 	for _, s := range c.Nodes() {
 		p.nodes = append(p.nodes, processServer{s})

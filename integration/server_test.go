@@ -107,7 +107,9 @@ func processBackend(about string) *backend {
 			}
 			return processServer{redistest.Start(t, opts...)}
 		},
-		startCluster:   startProcessCluster,
+		startCluster: func(t *testing.T, primaries, replicasEach int) clusterUnderTest {
+			return startProcessCluster(t, primaries, replicasEach)
+		},
 		startSentinels: startProcessSentinels,
 	}
 }
