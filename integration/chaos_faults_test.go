@@ -22,6 +22,14 @@ var chaosFaults = []weighted[string]{
 	{4, "kill-pubsub"},  // CLIENT KILL TYPE pubsub: every subscriber
 	{2, "psubscribe"},   // a PSUBSCRIBE * connection, kept for a while
 	{4, "oom"},          // maxmemory 1 for a moment: every write that adds memory is refused
+	// For 200ms to 1.5s (see faulter.outage), every connection open is
+	// cut and every new one accepted and cut at once: a load balancer
+	// with no server behind it.
+	{3, "accept-close"},
+	// For 200ms to 1.5s, every connection open is cut and every new one
+	// accepted and never answered: clients redial into a server frozen
+	// mid-handshake (its AUTH or HELLO, the servers requiring a password).
+	{3, "frozen-handshake"},
 }
 
 // faulter injects random faults into the server at addr, from admin
@@ -117,6 +125,10 @@ func (f *faulter) inject(kind string) {
 		if f.psub == nil {
 			err = f.startPsub(time.Duration(200+f.rng.IntN(2000)) * time.Millisecond)
 		}
+	case "accept-close", "frozen-handshake":
+		var how string
+		how, err = f.outage(kind, time.Duration(200+f.rng.IntN(1300))*time.Millisecond)
+		r.Note += " " + how
 	}
 	if err != nil {
 		r.Err = err.Error()
@@ -153,4 +165,174 @@ func (f *faulter) endPsub() {
 	f.draining.Wait()
 	f.psub = nil
 	f.rec.add(chaosRecord{Kind: recFault, ID: f.rec.newID("fault"), Call: now(), Ret: now(), Note: "psubscribe ends"})
+}
+
+// outage makes the node at f.addr refuse clients for d (capped at the
+// target's maxOutage), as kind says, and returns once it serves them
+// again, saying how it went about it:
+//
+//   - "accept-close": each new connection is accepted and cut at once.
+//     Through the node's fault proxy: Refuse, and Reset of the open
+//     connections, for a reset with no byte before it, as from a load
+//     balancer with no server behind it. Without one: the open client
+//     connections killed and maxclients 1, so that the server itself
+//     accepts each new connection, writes "max number of clients
+//     reached" and closes it.
+//   - "frozen-handshake": each new connection is accepted and its
+//     handshake never answered until the outage ends. Through the
+//     proxy: Blackhole, and Reset of the open connections, so that every
+//     connection during the outage is a new one, whose AUTH the proxy
+//     holds until it ends. Without one: the open client connections
+//     killed and CLIENT PAUSE ALL, which holds every command, AUTH and
+//     HELLO included.
+//
+// Without a proxy, the connections of the node's sentinels are spared
+// (they would see the node down, and fail it over), and the replication
+// links are never client connections.
+func (f *faulter) outage(kind string, d time.Duration) (string, error) {
+	if f.target.maxOutage > 0 {
+		d = min(d, f.target.maxOutage)
+	}
+	how := d.String()
+	if p := f.target.proxies[f.addr]; p != nil {
+		if kind == "accept-close" {
+			p.Refuse(true)
+		} else {
+			p.Blackhole(true)
+		}
+		how += fmt.Sprintf(", through the proxy, %d connections reset", p.Reset())
+		time.Sleep(d)
+		p.Refuse(false)
+		p.Blackhole(false)
+		return how, nil
+	}
+	s, err := dialAdmin(f.addr, f.target.pass)
+	if err != nil {
+		return how, err
+	}
+	defer s.close()
+	kill, err := s.clientsToKill()
+	if err != nil {
+		return how, err
+	}
+	how += fmt.Sprintf(", %d connections killed", len(kill))
+	if kind == "frozen-handshake" {
+		how += ", CLIENT PAUSE ALL"
+		// A paused replica acknowledges writes it has not applied (see
+		// pausedUntil).
+		f.pausedUntil = time.Now().Add(d)
+		if _, err := s.do(append(kill, []string{"CLIENT", "PAUSE", fmt.Sprint(d.Milliseconds()), "ALL"})...); err != nil {
+			return how, err
+		}
+		time.Sleep(d)
+		return how, nil
+	}
+	how += ", maxclients 1"
+	v, err := s.do([]string{"CONFIG", "GET", "maxclients"})
+	if err != nil {
+		return how, err
+	}
+	if len(v[0].Elems) != 2 {
+		return how, fmt.Errorf("CONFIG GET maxclients: %v", v[0])
+	}
+	was := v[0].Elems[1].Str
+	// In one write: no connection is accepted between the kills and the
+	// limit. The limit counts this connection, so that the node takes
+	// no other.
+	if _, err := s.do(append(kill, []string{"CONFIG", "SET", "maxclients", "1"})...); err != nil {
+		return how, err
+	}
+	time.Sleep(d)
+	if _, err := s.do([]string{"CONFIG", "SET", "maxclients", was}); err != nil {
+		// The node takes no other connection to set it back: a round
+		// whose node stays so fails on its own.
+		return how, fmt.Errorf("setting maxclients back to %s: %w", was, err)
+	}
+	return how, nil
+}
+
+// adminSession is one admin connection to a node, kept through a fault
+// that must be undone on the connection that did it: a node that takes
+// no new connection takes none to undo it either.
+type adminSession struct {
+	c net.Conn
+	r *resp.Reader
+}
+
+// dialAdmin opens an admin session on addr, authenticated with pass
+// unless it is "".
+func dialAdmin(addr, pass string) (*adminSession, error) {
+	c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		return nil, err
+	}
+	s := &adminSession{c: c, r: resp.NewReader(c)}
+	if pass != "" {
+		if _, err := s.do([]string{"AUTH", pass}); err != nil {
+			c.Close()
+			// Not err, which might quote the command.
+			return nil, fmt.Errorf("AUTH to %s refused", addr)
+		}
+	}
+	return s, nil
+}
+
+func (s *adminSession) close() { _ = s.c.Close() }
+
+// do sends cmds in one write and reads their replies; an error reply is
+// an error, naming the command's first word alone.
+func (s *adminSession) do(cmds ...[]string) ([]resp.Value, error) {
+	if err := s.c.SetDeadline(time.Now().Add(5 * time.Second)); err != nil {
+		return nil, err
+	}
+	var buf []byte
+	for _, c := range cmds {
+		buf = resp.AppendCommand(buf, c...)
+	}
+	if _, err := s.c.Write(buf); err != nil {
+		return nil, err
+	}
+	replies := make([]resp.Value, len(cmds))
+	for i := range cmds {
+		v, err := s.r.Read()
+		if err != nil {
+			return nil, err
+		}
+		if err := v.Err(); err != nil {
+			return nil, fmt.Errorf("%s: %w", cmds[i][0], err)
+		}
+		replies[i] = v
+	}
+	return replies, nil
+}
+
+// clientsToKill returns a CLIENT KILL ID for each client connection of
+// the node (normal and pubsub) but this session's own and the
+// sentinels' (named sentinel-<id>-cmd and sentinel-<id>-pubsub).
+func (s *adminSession) clientsToKill() ([][]string, error) {
+	v, err := s.do([]string{"CLIENT", "ID"}, []string{"CLIENT", "LIST", "TYPE", "normal"}, []string{"CLIENT", "LIST", "TYPE", "pubsub"})
+	if err != nil {
+		return nil, err
+	}
+	own := fmt.Sprint(v[0].Int)
+	var kill [][]string
+	for _, list := range v[1:] {
+		for line := range strings.Lines(list.Str) {
+			var id, name string
+			for field := range strings.FieldsSeq(line) {
+				if k, val, ok := strings.Cut(field, "="); ok {
+					switch k {
+					case "id":
+						id = val
+					case "name":
+						name = val
+					}
+				}
+			}
+			if id != "" && id != own && !strings.HasPrefix(name, "sentinel-") {
+				kill = append(kill, []string{"CLIENT", "KILL", "ID", id})
+			}
+		}
+	}
+	return kill, nil
 }

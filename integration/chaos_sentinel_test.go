@@ -73,6 +73,11 @@ func sentinelTarget(t *testing.T, s sentinelsUnderTest) chaosTarget {
 		// 5s): the Lockers' release timeout outlasts that, as the README
 		// tells users to make theirs outlast their failovers.
 		releaseTimeout: 20 * time.Second,
+		// A node that holds every command (CLIENT PAUSE ALL, see
+		// faulter.outage) holds its sentinels' PINGs too, and one that
+		// leaves a PING unanswered for down-after-milliseconds (1s) is
+		// failed over: 600ms leaves the sentinels' own lateness room.
+		maxOutage: 600 * time.Millisecond,
 		describe: func() string {
 			var b strings.Builder
 			b.WriteString("the sentinels now:\n")

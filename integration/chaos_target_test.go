@@ -34,8 +34,18 @@ type chaosTarget struct {
 	// admin is where a Modify's fn that puts the server out of memory
 	// sends CONFIG SET: the server, where there is one; "" where the
 	// actors cannot tell which node holds a key.
-	admin   string
-	cluster clusterUnderTest // nil but on a cluster
+	admin string
+	// proxies are the fault proxies in front of data nodes, by the
+	// node's address, which clients reach through the proxy alone: the
+	// faults of the network (refused connections, a frozen handshake)
+	// strike a node through its proxy where it has one, and with
+	// admin commands where it has none (see faulter.outage).
+	proxies map[string]*faultproxy.Proxy
+	// maxOutage, if not 0, caps the span of those faults: a node that
+	// answers nobody for longer makes the deployment act on its own (a
+	// sentinel's failover).
+	maxOutage time.Duration
+	cluster   clusterUnderTest // nil but on a cluster
 	// acks is the n of the Lockers' WithReplicaAck, 0 for none.
 	acks int
 	// releaseTimeout is the Lockers' WithReleaseTimeout, 0 for lock's
@@ -109,11 +119,12 @@ func serverTarget(t *testing.T, srv server) chaosTarget {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = proxy.Close() })
 	return chaosTarget{
-		addr:  "redis://" + url.UserPassword("", pass).String() + "@" + proxy.Addr(),
-		at:    func(string) string { return addr },
-		nodes: func() []string { return []string{addr} },
-		pass:  pass,
-		admin: addr,
+		addr:    "redis://" + url.UserPassword("", pass).String() + "@" + proxy.Addr(),
+		at:      func(string) string { return addr },
+		nodes:   func() []string { return []string{addr} },
+		pass:    pass,
+		admin:   addr,
+		proxies: map[string]*faultproxy.Proxy{addr: proxy},
 	}
 }
 
