@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -23,7 +24,10 @@ type chaosPlan struct {
 	// which node holds a key (a cluster, sentinels), and fn skips it.
 	Admin string `json:"admin,omitempty"`
 	Pass  string `json:"pass,omitempty"`
-	Acks  int    `json:"acks"` // WithReplicaAck(Acks, ackTimeout) unless 0: a failover loses nothing
+	// Secrets are the passwords no text of the process may say (see
+	// leakScan): the servers', the sentinels'.
+	Secrets []string `json:"secrets,omitempty"`
+	Acks    int      `json:"acks"` // WithReplicaAck(Acks, ackTimeout) unless 0: a failover loses nothing
 	// ReleaseTimeout is the Lockers' WithReleaseTimeout, or 0 for lock's
 	// default (releaseTimeout).
 	ReleaseTimeout time.Duration `json:"release_timeout"`
@@ -86,6 +90,9 @@ const longTTL = 30 * time.Second
 type chaosProc struct {
 	plan chaosPlan
 	rec  *chaosRecorder
+	// scan reads every error, event and log record of the process for
+	// the plan's secrets.
+	scan *leakScan
 	// inspector looks at locks for the checks (Inspect), apart from
 	// every actor; it makes no other call.
 	inspector *lock.Locker
@@ -173,18 +180,20 @@ func startChaosProc(ctx context.Context, plan chaosPlan) (*chaosProc, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &chaosProc{plan: plan, rec: rec, stopWatch: make(chan struct{})}
+	p := &chaosProc{plan: plan, rec: rec, scan: &leakScan{forms: newSecretForms(plan.Secrets...), rec: rec}, stopWatch: make(chan struct{})}
 	p.inspector, err = lock.Open(ctx, plan.Addr, p.lockOptions(time.Second)...)
 	if err != nil {
+		p.scan.err("the inspector's Open", err)
+		p.scan.recordCounts()
 		rec.close()
-		return nil, err
+		return nil, errors.New(p.scan.forms.redact(err.Error()))
 	}
 	for _, spec := range plan.Actors {
 		a := &actor{p: p, spec: spec, name: plan.Proc + "." + spec.Name}
 		g, err := a.open(ctx)
 		if err != nil {
 			p.abandon()
-			return nil, err
+			return nil, errors.New(p.scan.forms.redact(err.Error()))
 		}
 		a.gen = g
 		p.actors = append(p.actors, a)
@@ -192,8 +201,11 @@ func startChaosProc(ctx context.Context, plan chaosPlan) (*chaosProc, error) {
 	return p, nil
 }
 
+// lockOptions are the options of every Locker of the process: ttl, the
+// plan's, and the process's scan as observer and log, at every level.
 func (p *chaosProc) lockOptions(ttl time.Duration) []lock.Option {
-	opts := []lock.Option{lock.WithTTL(ttl)}
+	logger := slog.New(slog.NewJSONHandler(p.scan, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opts := []lock.Option{lock.WithTTL(ttl), lock.WithObserver(p.scan), lock.WithLogger(logger)}
 	if p.plan.Fair {
 		opts = append(opts, lock.WithFair())
 	}
@@ -221,7 +233,8 @@ func (p *chaosProc) abandon() {
 			a.closeGen(a.gen, false)
 		}
 	}
-	_ = p.inspector.Close()
+	p.scan.err("the inspector's Close", p.inspector.Close())
+	p.scan.recordCounts()
 	_ = p.rec.close()
 }
 
@@ -254,7 +267,13 @@ func (p *chaosProc) run(ctx context.Context) error {
 		a.watchers.Wait()
 	}
 	p.checks.Wait()
-	return errors.Join(p.inspector.Close(), p.rec.close())
+	err := p.inspector.Close()
+	p.scan.err("the inspector's Close", err)
+	p.scan.recordCounts()
+	if err != nil {
+		err = errors.New(p.scan.forms.redact(err.Error()))
+	}
+	return errors.Join(err, p.rec.close())
 }
 
 // current is the actor's generation now, opening one if there is none.
@@ -294,7 +313,7 @@ func (a *actor) open(ctx context.Context) (*generation, error) {
 	defer cancel()
 	call := now()
 	l, err := lock.Open(openCtx, a.p.plan.Addr, a.p.lockOptions(a.spec.TTL)...)
-	a.p.rec.add(chaosRecord{Kind: recOpen, ID: id, Actor: id, Call: call, Ret: now(), Class: classify(err), Err: errText(err), Note: a.spec.String()})
+	a.p.rec.add(chaosRecord{Kind: recOpen, ID: id, Actor: id, Call: call, Ret: now(), Class: classify(err), Err: a.p.scan.err("Open "+id, err), Note: a.spec.String()})
 	if err != nil {
 		return nil, err
 	}
@@ -323,7 +342,7 @@ func (a *actor) closeGen(g *generation, cancelFirst bool) {
 		err = g.manager.Close()
 	}
 	err = errors.Join(err, g.locker.Close())
-	a.p.rec.add(chaosRecord{Kind: recClose, ID: g.id + ".close", Actor: g.id, Call: call, Ret: now(), Class: classify(err), Err: errText(err), Note: note})
+	a.p.rec.add(chaosRecord{Kind: recClose, ID: g.id + ".close", Actor: g.id, Call: call, Ret: now(), Class: classify(err), Err: a.p.scan.err("Close "+g.id, err), Note: note})
 }
 
 // replace closes g, if it is still the current generation, and opens the

@@ -1,6 +1,9 @@
 package integration_test
 
 import (
+	"net/url"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -119,6 +122,45 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 			}
 			require.NotEmpty(t, v.findings)
 			require.Contains(t, v.kinds(), c.want, "%v", v.findings)
+		})
+	}
+}
+
+// TestTheChaosChecksCatchAPassword feeds checkSecrets made-up histories
+// and worker outputs: a password in any form, in any text, must be
+// caught, and neither the finding nor the history it leaves behind may
+// say it.
+func TestTheChaosChecksCatchAPassword(t *testing.T) {
+	pass := chaosPassword()
+	forms := newSecretForms(pass)
+	require.Greater(t, len(forms), 4, "the forms differ: %q", forms)
+	clean := chaosRecord{Kind: recLock, ID: "l", Key: "k", Call: 1, Ret: 2, Class: classOther, Err: "conn: redial of redis://:xxxxx@127.0.0.1:1: refused"}
+	for _, c := range []struct {
+		name   string
+		recs   []chaosRecord
+		output string
+		want   int // findings
+	}{
+		{"none", []chaosRecord{clean}, "ok\n", 0},
+		{"an error, as given", []chaosRecord{clean, {Kind: recUnlock, ID: "u", Key: "k", Call: 3, Class: classOther, Err: "redial of redis://:" + pass + "@h: x"}}, "", 1},
+		{"an error, as a URL writes it", []chaosRecord{{Kind: recLock, ID: "l", Key: "k", Call: 3, Err: "redis://" + url.UserPassword("", pass).String() + "@h"}}, "", 1},
+		{"a fault's error, query-encoded", []chaosRecord{{Kind: recFault, ID: "f", Call: 3, Note: "oom", Err: "x?p=" + url.QueryEscape(pass)}}, "", 1},
+		{"a wrapped error a process found", []chaosRecord{{Kind: recLeak, ID: "test.leak.1", Call: 3, Note: "Lock test.a0.1 (*url.Error): [PASSWORD]"}}, "", 1},
+		{"a worker's output", nil, "--- FAIL: dial redis://:" + url.PathEscape(pass) + "@h\n", 1},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "w1.out")
+			require.NoError(t, os.WriteFile(out, []byte(c.output), 0o644))
+			found, n := checkSecrets(c.recs, map[string]string{"w1": out}, forms)
+			require.Len(t, found, c.want, "%v", found)
+			require.Equal(t, len(c.output), n.output)
+			for _, f := range found {
+				require.Equal(t, findSecret, f.kind)
+				require.False(t, forms.in(f.what), "the finding says the password: %s", f.what)
+			}
+			for _, r := range c.recs {
+				require.False(t, forms.in(r.describe(0)), "the history still says the password: %s", r.describe(0))
+			}
 		})
 	}
 }

@@ -46,6 +46,7 @@ const (
 	findLeftHeld     = "left-held"     // a lock held after every Locker closed
 	findQueueLeft    = "queue-left"    // a fair queue left after every Locker closed
 	findNoTTL        = "no-ttl"        // a key without a TTL
+	findSecret       = "secret"        // a text of the round said a password
 )
 
 // chaosVerdict is what the checks of one round found, and its figures.
@@ -61,6 +62,11 @@ type chaosVerdict struct {
 	// releaseTimeout is the Lockers' release timeout, which bounds
 	// Unlock and Close.
 	releaseTimeout time.Duration
+	// scanned counts what checkSecrets read for a password: the texts
+	// of the records, the errors (each with those it wraps), events
+	// and log records the processes' scans read, and the bytes the
+	// workers wrote.
+	scanned scanCounts
 }
 
 func (v *chaosVerdict) flag(kind, key string, at int64, ids []string, format string, args ...any) {
@@ -87,6 +93,10 @@ func (v chaosVerdict) String() string {
 		fmt.Fprintf(&b, "%s %v; ", k, v.classes[k])
 	}
 	fmt.Fprintf(&b, "%d leases; faults %v; most past the context's end: %v", v.leases, v.faults, roundMap(v.overshoot))
+	if sc := v.scanned; sc.texts+sc.errs+sc.events+sc.logs+sc.output > 0 {
+		fmt.Fprintf(&b, "; read for a password: %d texts of the history, %d errors, %d events, %d log records, %d bytes of workers' output",
+			sc.texts, sc.errs, sc.events, sc.logs, sc.output)
+	}
 	return b.String()
 }
 

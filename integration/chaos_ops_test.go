@@ -125,7 +125,7 @@ func (a *actor) acquire(rng *rand.Rand, g *generation, key string, try bool) {
 			lease, err = g.locker.Lock(o.ctx, key)
 		}
 		r.Ret = now()
-		r.Class, r.Err = classify(err), errText(err)
+		r.Class, r.Err = classify(err), a.p.scan.err(r.Kind+" "+r.ID, err)
 	})
 	o.release()
 	r.CtxEnd = o.endedBy(r.Ret)
@@ -378,7 +378,7 @@ func (a *actor) extend(rng *rand.Rand, lr *leaseRun, ttl time.Duration, note str
 		r.Call = now()
 		err := lr.lease.Extend(o.ctx, ttl)
 		r.Ret = now()
-		r.Class, r.Err = classify(err), errText(err)
+		r.Class, r.Err = classify(err), a.p.scan.err("Extend "+r.ID, err)
 	})
 	o.release()
 	r.CtxEnd = o.endedBy(r.Ret)
@@ -392,7 +392,7 @@ func (a *actor) unlock(rng *rand.Rand, lr *leaseRun, note string) {
 		r.Call = now()
 		err := lr.lease.Unlock(o.ctx)
 		r.Ret = now()
-		r.Class, r.Err = classify(err), errText(err)
+		r.Class, r.Err = classify(err), a.p.scan.err("Unlock "+r.ID, err)
 	})
 	o.release()
 	r.CtxEnd = o.endedBy(r.Ret)
@@ -423,6 +423,8 @@ func (a *actor) modify(rng *rand.Rand, g *generation, key string) {
 		ictx, cancel := context.WithTimeout(context.Background(), time.Second)
 		if info, err := g.locker.Inspect(ictx, key); err == nil && info.Held {
 			r.Holder = info.Holder
+		} else {
+			a.p.scan.err("Inspect in "+r.ID, err)
 		}
 		cancel()
 		r.Old = c.N
@@ -465,7 +467,7 @@ func (a *actor) modify(rng *rand.Rand, g *generation, key string) {
 		if variant == "oom" {
 			a.p.admin("CONFIG", "SET", "maxmemory", "0")
 		}
-		r.Class, r.Err = classify(err), errText(err)
+		r.Class, r.Err = classify(err), a.p.scan.err("Modify "+r.ID, err)
 	}()
 	o.release()
 	r.CtxEnd = o.endedBy(r.Ret)
@@ -500,6 +502,7 @@ func (a *actor) checkLetGo(r chaosRecord) {
 		defer cancel()
 		at := now()
 		info, err := a.p.inspector.Inspect(ctx, r.Key)
+		a.p.scan.err("Inspect after "+r.ID, err)
 		if err != nil || !info.Held || info.Holder != r.Holder {
 			return
 		}

@@ -31,6 +31,9 @@ type chaosTarget struct {
 	// pass is the data nodes' password, "" for none: the admin
 	// connections of the checks and faults (do) send it.
 	pass string
+	// secrets are the passwords that no text of a round may say (see
+	// checkSecrets): pass, and the sentinels' own.
+	secrets []string
 	// admin is where a Modify's fn that puts the server out of memory
 	// sends CONFIG SET: the server, where there is one; "" where the
 	// actors cannot tell which node holds a key.
@@ -113,7 +116,7 @@ func serverTarget(t *testing.T, srv server) chaosTarget {
 	// config, which a container's readiness check would have to know.
 	if v, err := redisproc.Do(addr, "", "CONFIG", "SET", "requirepass", pass); err != nil || v.Err() != nil {
 		// The error quotes the command, password and all.
-		t.Fatalf("CONFIG SET requirepass: %s", strings.ReplaceAll(fmt.Sprint(err, v.Err()), pass, "[PASSWORD]"))
+		t.Fatalf("CONFIG SET requirepass: %s", newSecretForms(pass).redact(fmt.Sprint(err, v.Err())))
 	}
 	proxy, err := faultproxy.Start(addr)
 	require.NoError(t, err)
@@ -123,6 +126,7 @@ func serverTarget(t *testing.T, srv server) chaosTarget {
 		at:      func(string) string { return addr },
 		nodes:   func() []string { return []string{addr} },
 		pass:    pass,
+		secrets: []string{pass},
 		admin:   addr,
 		proxies: map[string]*faultproxy.Proxy{addr: proxy},
 	}
@@ -149,6 +153,7 @@ func clusterTarget(t *testing.T, c clusterUnderTest, pass string) chaosTarget {
 			return addrs
 		},
 		pass:    pass,
+		secrets: []string{pass},
 		cluster: c,
 		acks:    1,
 		faults:  chaosClusterFaults,

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -188,21 +189,27 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 	// The wall clock less the shared clock, to date fencing tokens.
 	wallOffset := time.Now().UnixNano() - now()
 	procPlan := func(proc string, actors []chaosActor, i uint64) chaosPlan {
-		return chaosPlan{Addr: target.addr, Admin: target.admin, Pass: target.pass,
+		return chaosPlan{Addr: target.addr, Admin: target.admin, Pass: target.pass, Secrets: target.secrets,
 			Acks: target.acks, ReleaseTimeout: target.releaseTimeout, Fair: run.fair, Keys: keys, Actors: actors,
 			Seed: seedFor(run.seed, run.variant, uint64(round), i), Until: until.UnixNano(), Dir: dir, Proc: proc}
 	}
+	forms := newSecretForms(target.secrets...)
 	t.Logf("round %d: %v, actors %v", round, plan.length, plan.actors)
 	var workers []*worker
+	outputs := map[string]string{} // each worker's stdout and stderr, by process, to be checked
 	for i, a := range plan.actors[2:] {
 		p := procPlan(fmt.Sprintf("w%d", i+1), []chaosActor{a}, uint64(i+1))
-		workers = append(workers, startWorker(t, job{Do: "chaos", Chaos: &p}))
+		outputs[p.Proc] = filepath.Join(dir, p.Proc+".out")
+		out, err := os.Create(outputs[p.Proc])
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = out.Close() })
+		workers = append(workers, startWorkerTo(t, job{Do: "chaos", Chaos: &p}, out, redactingWriter{os.Stderr, forms}))
 	}
 	faultRec, err := newChaosRecorder(dir, "faults")
 	require.NoError(t, err)
 	ctx := context.Background()
 	p, err := startChaosProc(ctx, procPlan("test", plan.actors[:2], 0))
-	require.NoError(t, err)
+	require.NoError(t, err) // redacted
 	runCtx, cancel := context.WithDeadline(ctx, until)
 	defer cancel()
 	ran := make(chan error, 1)
@@ -232,7 +239,11 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 	reads := readChaosCounts(t, target, keys)
 	recs, err := readChaosHistory(dir)
 	require.NoError(t, err)
+	// First, so that every text the other checks and the report quote
+	// is redacted.
+	leaks, scanned := checkSecrets(recs, outputs, forms)
 	v := checkChaos(recs, reads, p.plan.releaseBound())
+	v.findings, v.scanned = append(leaks, v.findings...), scanned
 	for _, f := range leftovers {
 		// Show what happened on the key last, or, for a lock left held,
 		// around the grant of the fencing token it was left with: a
