@@ -12,6 +12,7 @@ import (
 	"github.com/batonlock/baton/internal/redisproc"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
+	"github.com/batonlock/baton/observe"
 )
 
 // chaosPlan is what one process of a chaos round runs: its actors on the
@@ -205,7 +206,7 @@ func startChaosProc(ctx context.Context, plan chaosPlan) (*chaosProc, error) {
 // plan's, and the process's scan as observer and log, at every level.
 func (p *chaosProc) lockOptions(ttl time.Duration) []lock.Option {
 	logger := slog.New(slog.NewJSONHandler(p.scan, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	opts := []lock.Option{lock.WithTTL(ttl), lock.WithObserver(p.scan), lock.WithLogger(logger)}
+	opts := []lock.Option{lock.WithTTL(ttl), lock.WithObserver(p), lock.WithLogger(logger)}
 	if p.plan.Fair {
 		opts = append(opts, lock.WithFair())
 	}
@@ -216,6 +217,18 @@ func (p *chaosProc) lockOptions(ttl time.Duration) []lock.Option {
 		opts = append(opts, lock.WithReleaseTimeout(p.plan.ReleaseTimeout))
 	}
 	return opts
+}
+
+// Observe is the observer of every Locker of the process: it has the
+// scan read each event, and records each release that failed in the
+// background (recEvent), which no caller hears of, for the history a
+// lock left held is explained with.
+func (p *chaosProc) Observe(e observe.Event) {
+	p.scan.Observe(e)
+	if e.Kind == observe.ReleaseFailed {
+		p.rec.add(chaosRecord{Kind: recEvent, ID: p.rec.newID(p.plan.Proc + ".event"), Key: e.Key, Call: now(), Ret: now(),
+			Note: e.Kind.String(), Err: errText(e.Err)})
+	}
 }
 
 // admin sends one command to the plan's Admin server, if it has one,

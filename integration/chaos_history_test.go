@@ -68,6 +68,7 @@ const (
 	recFault   = "fault"   // a fault; Note says which and on what
 	recFinding = "finding" // a violation a process saw as it happened; Note says what
 	recRead    = "read"    // the final read of a key's count (Old)
+	recEvent   = "event"   // an observer's event worth the history: a release that failed in the background
 	recLeak    = "leak"    // a text that said a password, as a process's leakScan found it; Note says where, and the text redacted
 	recScanned = "scanned" // how many texts a process's leakScan read; Note counts them
 )

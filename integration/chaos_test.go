@@ -258,7 +258,8 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 			f.at = int64(f.fence)*1000 - wallOffset
 			for _, r := range recs {
 				if r.Key == f.key && r.Fence == f.fence && (r.Kind == recLock || r.Kind == recTryLock) {
-					f.at, f.ids = r.Ret, []string{r.ID}
+					// And the calls of its Locker, its Close among them.
+					f.at, f.ids, f.actor = r.Ret, []string{r.ID}, r.Actor
 					f.what += ", the fencing token of lease " + r.ID
 				}
 			}
