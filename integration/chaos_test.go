@@ -59,10 +59,12 @@ var chaosKinds = []chaosActor{
 // Lock and TryLock with very short and cancelled contexts, a random
 // sequence of Extend, Unlock and looks at Done on each lease, Modify with
 // fn that succeeds, fails, panics, cancels or outlives the TTL, Close and
-// a new Locker), while random faults strike the server (chaos_faults).
-// After each round every Locker has closed; the server must hold no lock
-// and no queue, every key must have a TTL, and the history must pass
-// every check of checkChaos. A failure prints the seed, the history
+// a new Locker), while random faults strike the server (chaos_faults),
+// which requires a password (chaosPassword) and which the Lockers reach
+// through a fault proxy. After each round every Locker has closed; the
+// server must hold no lock and no queue, every key must have a TTL, no
+// text of the round may say the password (checkSecrets), and the history
+// must pass every check of checkChaos. A failure prints the seed, the history
 // around each violation, and the command that runs the failed round
 // again.
 func TestChaos(t *testing.T) {
@@ -72,8 +74,9 @@ func TestChaos(t *testing.T) {
 }
 
 // TestChaosOnACluster is TestChaos on a Redis Cluster of three primaries,
-// each with a replica, whose faults add, to those of one server (each on
-// a node picked at random), a reshard of a round key's slot that leaves
+// each with a replica, whose nodes require a password where they are
+// processes, and whose faults add, to those of one server (each on a
+// node picked at random, reached with no proxy between), a reshard of a round key's slot that leaves
 // it open up to 1.5s, and a failover of a round key's primary. Its
 // Lockers acknowledge every write on a replica (WithReplicaAck), so that a
 // failover loses nothing and every check holds. It runs in make
