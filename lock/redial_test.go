@@ -121,3 +121,31 @@ func TestACallOnTheCallersClientIsBoundedOnASilentServer(t *testing.T) {
 	require.Less(t, took, 10*time.Second)
 	srv.Server.Resume()
 }
+
+// TestAReleaseWhoseRedialIsRefusedIsSentAgain: a server at its client
+// limit, or still loading, accepts a connection and answers its
+// handshake with an error reply. Nothing of the release was sent then,
+// so the release is no verdict and is sent again within the release
+// timeout, rather than leaving the lock held for its TTL.
+func TestAReleaseWhoseRedialIsRefusedIsSentAgain(t *testing.T) {
+	for _, mode := range []string{"fast", "fair"} {
+		t.Run(mode, func(t *testing.T) {
+			srv := redistest.Start(t, redistest.WithConfig("requirepass s3cret"))
+			addr := "redis://:s3cret@" + srv.Addr
+			l, err := lock.Open(context.Background(), addr, modeOptions(mode, lock.WithTTL(time.Minute), lock.WithReleaseTimeout(5*time.Second))...)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = l.Close() })
+			ls := mustLock(t, l, "k")
+			admin, err := conn.Dial(context.Background(), addr)
+			require.NoError(t, err)
+			defer admin.Close()
+			_, err = admin.DoMulti(context.Background(), []string{"CONFIG", "SET", "maxclients", "1"}, []string{"CLIENT", "KILL", "TYPE", "normal", "SKIPME", "yes"})
+			require.NoError(t, err)
+			time.AfterFunc(time.Second, func() { _, _ = admin.Do(context.Background(), "CONFIG", "SET", "maxclients", "10000") })
+			start := time.Now()
+			require.NoError(t, ls.Unlock(context.Background()))
+			t.Logf("released %v after the refusals began", time.Since(start).Round(time.Millisecond))
+			require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}").Int, "the lock is still held")
+		})
+	}
+}

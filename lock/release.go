@@ -164,12 +164,19 @@ func (c *claim) releaseNow(ctx context.Context, giveUp time.Time, w *Write, styl
 	return c.errorf("unlock", ErrNotHeld)
 }
 
-// isErrorReply reports whether err is the server's error reply. Apart
-// from releaseNow, so that a release without an error allocates no
-// target for errors.As.
+// isErrorReply reports whether err is the server's error reply to the
+// command. An error reply to a dial's handshake (a refused password, a
+// server at its maxclients, LOADING) is none: nothing of the caller's was
+// sent, and a release that meets one is sent again, within the release
+// timeout, rather than taken for refused. Apart from releaseNow, so that
+// a release without an error allocates no target for errors.As.
 func isErrorReply(err error) bool {
 	var reply *resp.Error
-	return errors.As(err, &reply)
+	if !errors.As(err, &reply) {
+		return false
+	}
+	var dial *conn.DialError
+	return !errors.As(err, &dial)
 }
 
 // refusedWriteBack releases the lock after the server refused a
