@@ -42,9 +42,10 @@ type Client struct {
 	named   namedPrimary
 	cutDial context.CancelCauseFunc
 	// promoted and superseded are a promotion the watcher's sentinel
-	// announced, until the sentinels name the promoted node (see
-	// sentinelView). Guarded by mu.
+	// announced, heard at promotedAt, until the sentinels name the
+	// promoted node (see sentinelView). Guarded by mu.
 	promoted, superseded namedPrimary
+	promotedAt           time.Time
 	// watching is closed when the watcher returns, and stopWatching
 	// stops it; both nil until the first dial starts it. Guarded by mu.
 	watching     chan struct{}
@@ -123,6 +124,7 @@ func (c *Client) Current() *Conn {
 // and Close cuts both short.
 func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 	bounded := false
+	redialled := false // once, for a dial the watcher passed over as it ended
 	for {
 		c.mu.Lock()
 		if c.closed {
@@ -176,42 +178,79 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 		abort(nil)
 
 		c.mu.Lock()
-		if attempt.interrupted != nil && !c.closed {
-			if err == nil {
-				c.mu.Unlock()
-				_ = cn.Close()
-				c.mu.Lock()
-			}
-			cn, err = nil, attempt.interrupted
+		dialled := err == nil
+		passedOver := false
+		switch {
+		case c.closed:
+			err = ErrClosed
+		case attempt.interrupted != nil:
+			err = attempt.interrupted
+		case dialled && !redialled && c.passedOverLocked(primary):
+			// The watcher heard of another primary as this dial
+			// ended, too late to cut it: dial once more.
+			passedOver, err = true, errPrimarySwitched
 		}
-		if c.closed {
-			// Close is waiting on done: close the new connection first.
+		if dialled && err != nil {
+			// Close may be waiting on done: close the new connection
+			// first.
 			c.mu.Unlock()
-			if err == nil {
-				_ = cn.Close()
-			}
+			_ = cn.Close()
 			c.mu.Lock()
-			cn, err = nil, ErrClosed
+			cn = nil
 		}
 		c.dialing, c.abortDial = nil, nil
 		close(attempt.done)
 		switch {
 		case err == nil:
 			c.conn, c.primary = cn, primary
+			if c.superseded.addr != "" && primary.addr != c.superseded.addr && primary.epoch >= c.superseded.epoch {
+				c.promoted, c.superseded = namedPrimary{}, namedPrimary{} // the sentinels name it now
+			}
 			if cn.spoke() {
 				c.failures = 0 // its handshake was answered
 			}
 			c.newest = max(c.newest, primary.epoch)
 			c.watchLocked()
-		case ctx.Err() == nil && !errors.Is(err, ErrClosed):
-			c.failures++
+		case passedOver:
+			redialled = true
+			c.mu.Unlock()
+			continue
+		case ctx.Err() == nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errDialInterrupted):
+			c.failures++ // an owner's Interrupt says nothing of the server
 		}
 		c.mu.Unlock()
 		if err != nil {
-			return nil, err
+			return nil, dialFailure(c.addr, err)
 		}
 		return cn, nil
 	}
+}
+
+// passedOverLocked reports whether the watcher has heard, since a dial
+// through sentinels began, that p is no longer the primary: a promotion
+// replaced it, or a sentinel named another node at an epoch no older.
+// The watcher cuts a dial in progress short, but not one that has just
+// ended and whose connection is not installed yet. The caller holds mu.
+func (c *Client) passedOverLocked(p namedPrimary) bool {
+	if len(c.target.sentinels) == 0 {
+		return false
+	}
+	if (sentinelView{superseded: c.superseded}).stale(p) {
+		return true
+	}
+	return c.named.addr != "" && c.named.addr != p.addr && c.named.epoch >= p.epoch
+}
+
+// dialFailure is the error of a call whose connection could not be
+// dialled: a *DialError, so that a caller can tell that nothing was sent,
+// whatever the cause (through sentinels, the answers of each), unless it
+// is one already, or the Client's Close or Interrupt ended the dial.
+func dialFailure(addr urltext.Address, err error) error {
+	var dial *DialError
+	if errors.As(err, &dial) || errors.Is(err, ErrClosed) || errors.Is(err, errDialInterrupted) {
+		return err
+	}
+	return &DialError{Addr: addr.String(), Err: err}
 }
 
 // dialAttempt is a dial in progress, which the callers that need a
@@ -279,7 +318,7 @@ func (c *Client) dial(ctx context.Context, delay time.Duration) (*Conn, namedPri
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return nil, namedPrimary{}, fmt.Errorf("conn: redial of %s: %w", c.addr, ctx.Err())
+			return nil, namedPrimary{}, &DialError{Addr: c.addr.String(), Err: fmt.Errorf("waiting to redial: %w", ctx.Err())}
 		}
 	}
 	if len(c.target.sentinels) > 0 {
@@ -308,7 +347,8 @@ func (c *Client) backoff() time.Duration {
 
 // Close closes the current connection, cuts short a dial in progress and
 // waits for it to end, and waits for the sentinel watcher to stop. Calls
-// waiting on the dial, and calls after Close, fail with ErrClosed.
+// waiting on the dial fail with ErrClosed (or, where Interrupt cut it
+// first, with its error), and so do calls after Close.
 func (c *Client) Close() error {
 	c.mu.Lock()
 	if !c.closed {

@@ -42,9 +42,10 @@ type Conn struct {
 	writing   bool      // guarded by mu: some caller, or the writer goroutine, is writing for everyone
 	pending   callQueue // guarded by mu: calls whose replies are due, in wire order
 	err       error     // guarded by mu: why the connection stopped; set once
-	// answered is set by the first reply read: the server speaks on
-	// this connection, rather than accepting it and closing it unread
-	// (see Client.backoff). Guarded by mu.
+	// answered is set by the first reply to a call that is no error: the
+	// server serves this connection, rather than accepting it and closing
+	// it unread, or after an error such as "max number of clients
+	// reached" (see Client.countBreakLocked). Guarded by mu.
 	answered bool
 
 	// Deadlines (deadline.go).

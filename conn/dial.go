@@ -9,6 +9,7 @@ import (
 	"strconv"
 
 	"github.com/batonlock/baton/internal/urltext"
+	"github.com/batonlock/baton/resp"
 )
 
 // Dial connects to addr and runs the handshake. addr is "host:port" or a
@@ -34,8 +35,11 @@ func Dial(ctx context.Context, addr string, opts ...Option) (*Conn, error) {
 // alone, which quote it with its passwords hidden.
 func dialTarget(ctx context.Context, addr urltext.Address, t target, o options) (*Conn, error) {
 	if len(t.sentinels) > 0 {
-		c, _, err := dialPrimary(ctx, addr, t, o, &sentinelView{})
-		return c, err
+		c, _, err := dialPrimary(ctx, t, o, &sentinelView{})
+		if err != nil {
+			return nil, dialFailure(addr, err)
+		}
+		return c, nil
 	}
 	if o.dialTimeout > 0 {
 		var cancel context.CancelFunc
@@ -104,9 +108,25 @@ func (c *Conn) handshake(ctx context.Context) error {
 		return err
 	}
 	for i, r := range replies {
-		if err := r.Err(); err != nil {
-			return fmt.Errorf("%s: %w", cmds[i][0], err)
+		err := r.Err()
+		if err == nil {
+			continue
 		}
+		var reply *resp.Error
+		if o.password != "" && i == 0 && errors.As(err, &reply) {
+			err = withheld(reply)
+		}
+		return fmt.Errorf("%s: %w", cmds[i][0], err)
 	}
 	return nil
+}
+
+// withheld is the error reply to a command that carried the password
+// (AUTH, HELLO's AUTH), with its code and without its text: a server
+// that does not know the command repeats its arguments in the reply
+// ("unknown command `HELLO`, with args beginning with: ..."), and the
+// error travels into logs. The code is what callers branch on
+// (WRONGPASS, NOAUTH, NOPERM, ERR).
+func withheld(reply *resp.Error) *resp.Error {
+	return &resp.Error{Prefix: reply.Prefix, Message: reply.Prefix + " (the server's text is withheld: it may repeat the password sent)"}
 }

@@ -41,9 +41,11 @@ func (e *invalidAddress) Unwrap() error        { return e.why }
 // with its passwords hidden; Err is why, and errors.Is and errors.As see
 // through it: a refused connection matches syscall.ECONNREFUSED and is a
 // *net.OpError, a dial timeout matches context.DeadlineExceeded, a
-// refused password is a *resp.Error. A Client that cannot dial returns
-// one (through Sentinel, inside the error that gives each sentinel's
-// answer).
+// refused password is a *resp.Error (whose text is withheld where the
+// command carried the password: a server may repeat it). Every dial that
+// fails returns one, a Client's too; through sentinels, Addr is the
+// sentinel address and Err gives each sentinel's answer, with a DialError
+// of its own for a node a sentinel named.
 type DialError struct {
 	Addr string
 	Err  error

@@ -69,10 +69,11 @@ func WithDialTimeout(d time.Duration) Option { return func(o *options) { o.dialT
 // WithReadTimeout breaks the connection when the server stays silent for d
 // while replies are due: a server that stopped, a half-open connection.
 // Calls in flight then fail with an *UncertainError, and a Client's next
-// call redials. No call waits for a reply longer than that, whatever its
-// context, so that a caller whose context cannot end is not held for
-// ever. An idle connection has no reply due and is never broken by it.
-// Default: 5s. A command that blocks on the server
+// call redials. So no call waits on a silent server longer than d,
+// whatever its context: the timer counts silence, and restarts at every
+// read, so a call queued behind others, or on a server that keeps
+// sending, may wait longer. An idle connection has no reply due and is
+// never broken by it. Default: 5s. A command that blocks on the server
 // longer than d (BLPOP, XREAD BLOCK, WAIT, CLIENT PAUSE) needs a longer
 // one; 0 turns the bound off, and leaves every call to its context.
 func WithReadTimeout(d time.Duration) Option { return func(o *options) { o.readTimeout = d } }

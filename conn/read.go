@@ -45,7 +45,6 @@ func (c *Conn) readOne() bool {
 		return true
 	}
 	c.mu.Lock()
-	c.answered = true
 	cl := c.pending.front()
 	if cl == nil {
 		what := v.String()
@@ -55,6 +54,11 @@ func (c *Conn) readOne() bool {
 		c.failLocked(fmt.Errorf("%w: a reply arrived with no command pending: %.80s", ErrBroken, what))
 		c.mu.Unlock()
 		return false
+	}
+	if lim == nil && !isErrorType(v.Type) {
+		// A server that greets with an error and hangs up (at its
+		// maxclients, in protected mode) has not answered.
+		c.answered = true
 	}
 	if cl.answeredByPush && !cl.commandFailed && (v.Err() != nil || lim != nil && isErrorType(v.Type)) {
 		// The command itself was refused; its PING's reply is next.

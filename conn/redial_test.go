@@ -12,6 +12,7 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/resp"
 )
 
 // TestRedialErrorsQuoteNoPassword: the errors of a Client that cannot
@@ -62,6 +63,9 @@ func TestRedialsToAServerThatAcceptsAndClosesArePaced(t *testing.T) {
 	for name, hangUp := range map[string]func(*redistest.Session){
 		"closes":           func(s *redistest.Session) {},
 		"reads and resets": func(s *redistest.Session) { _, _ = s.ReadCommand(); s.Reset() },
+		// A server at its maxclients, or in protected mode, greets a
+		// connection with an error and closes it.
+		"greets with an error": func(s *redistest.Session) { _ = s.Send("-ERR max number of clients reached\r\n") },
 	} {
 		t.Run(name, func(t *testing.T) {
 			fake := redistest.NewFake(t, hangUp)
@@ -108,6 +112,35 @@ func TestCloseCutsADialShort(t *testing.T) {
 	require.Less(t, took, time.Second, "Close waited for the dial")
 	for range 2 {
 		require.ErrorIs(t, <-errs, conn.ErrClosed)
+	}
+}
+
+// TestAHandshakeErrorDoesNotRepeatThePassword: a server that does not
+// know HELLO (or AUTH) answers with an error that repeats the command's
+// arguments, the password among them. The dial's error keeps the reply's
+// code, for errors.Is, and not its text.
+func TestAHandshakeErrorDoesNotRepeatThePassword(t *testing.T) {
+	const secret = "s3cret"
+	for _, resp3 := range []bool{false, true} {
+		fake := redistest.NewFake(t, func(s *redistest.Session) {
+			cmd, err := s.ReadCommand()
+			if err != nil {
+				return
+			}
+			echo := "-ERR unknown command `" + cmd[0] + "`, with args beginning with: "
+			for _, arg := range cmd[1:] {
+				echo += "`" + arg + "`, "
+			}
+			_ = s.Send(echo + "\r\n")
+		})
+		opts := []conn.Option{conn.WithPassword(secret)}
+		if resp3 {
+			opts = append(opts, conn.WithRESP3())
+		}
+		_, err := conn.Dial(context.Background(), fake.Addr, opts...)
+		require.ErrorAs(t, err, new(*conn.DialError))
+		require.ErrorIs(t, err, resp.Prefix("ERR"))
+		redistest.RequireNoSecret(t, err, secret)
 	}
 }
 

@@ -99,7 +99,7 @@ type namedPrimary struct {
 
 // sentinelView is what a Client knows of the sentinels beyond what they
 // answer at a dial: the newest epoch heard of, and a promotion announced
-// before the sentinels name the promoted node (see Client.promotedLocked).
+// before the sentinels name the promoted node (see Client.heardPromotion).
 type sentinelView struct {
 	newest int64
 	// promoted is the replica a sentinel announced it promoted, at the
@@ -107,6 +107,13 @@ type sentinelView struct {
 	// the same epoch. Both zero when none is pending.
 	promoted, superseded namedPrimary
 }
+
+// promotionPatience is how long a promotion announced stands in view
+// while no sentinel names the promoted node: they name it within about a
+// second of the announcement (the leader at its switch, the others at its
+// next hello), and one that cannot be reached meanwhile has failed, or
+// the announcement was false.
+const promotionPatience = 5 * time.Second
 
 // stale reports whether p names the primary a pending promotion replaced,
 // at no newer epoch: the leading sentinel names it so until every replica
@@ -126,21 +133,25 @@ func (v sentinelView) stale(p namedPrimary) bool {
 // promotion the Client heard announced is dialled first, and an answer
 // that still names the primary it replaced is not dialled at all (a
 // failover under way, whose end the Client waits for). A promoted node
-// that cannot be reached, or says it is no primary, was not promoted
-// after all (a sentinel sees the promotion before it announces it): the
-// promotion is dropped from view, and the sentinels' answers are taken
-// as they come.
-func dialPrimary(ctx context.Context, addr urltext.Address, t target, o options, view *sentinelView) (*Conn, namedPrimary, error) {
+// that says it is no primary was not promoted after all, or was demoted
+// since (a sentinel announces a promotion only once the node says it is
+// the primary): the promotion is dropped from view, and the sentinels'
+// answers are taken as they come. One that cannot be reached for now
+// (everyone redials it at once after a failover) keeps it: the Client
+// waits for it, paced, until the sentinels name it, or name a newer
+// epoch, or promotionPatience has passed.
+func dialPrimary(ctx context.Context, t target, o options, view *sentinelView) (*Conn, namedPrimary, error) {
 	var (
 		none   = &noPrimaryError{master: t.master}
 		behind []namedPrimary
 	)
 	if view.promoted.addr != "" {
-		if c, err := dialNamed(ctx, addr, t, o, view.promoted); err == nil {
+		if c, err := dialNamed(ctx, t, o, view.promoted); err == nil {
 			return c, view.promoted, nil
 		} else {
+			none.named = true // a failover under way: a Client waits
 			none.errs = append(none.errs, fmt.Errorf("%w (announced as promoted)", err))
-			if ctx.Err() == nil {
+			if errors.Is(err, errNotPrimary) {
 				view.promoted, view.superseded = namedPrimary{}, namedPrimary{}
 			}
 		}
@@ -160,7 +171,7 @@ func dialPrimary(ctx context.Context, addr urltext.Address, t target, o options,
 			behind = append(behind, p)
 			continue
 		}
-		if c, err := dialNamed(ctx, addr, t, o, p); err == nil {
+		if c, err := dialNamed(ctx, t, o, p); err == nil {
 			return c, p, nil
 		} else {
 			none.errs = append(none.errs, err)
@@ -168,7 +179,7 @@ func dialPrimary(ctx context.Context, addr urltext.Address, t target, o options,
 	}
 	slices.SortStableFunc(behind, func(a, b namedPrimary) int { return cmp.Compare(b.epoch, a.epoch) })
 	for _, p := range behind {
-		if c, err := dialNamed(ctx, addr, t, o, p); err == nil {
+		if c, err := dialNamed(ctx, t, o, p); err == nil {
 			return c, p, nil
 		} else {
 			none.errs = append(none.errs, fmt.Errorf("%w (epoch %d, behind %d)", err, p.epoch, view.newest))
@@ -214,7 +225,7 @@ func (c *Client) awaitPrimary(ctx context.Context) (*Conn, namedPrimary, error) 
 	}
 	cuts := 0
 	for {
-		cn, p, cut, err := c.dialUntilSwitch(ctx, addr)
+		cn, p, cut, err := c.dialUntilSwitch(ctx)
 		wait := pause
 		if cut {
 			// The sentinels named another primary while this dial
@@ -259,15 +270,19 @@ func (c *Client) awaitPrimary(ctx context.Context) (*Conn, namedPrimary, error) 
 // dialUntilSwitch is dialPrimary, cut short if the watcher hears the
 // sentinels name another primary meanwhile; cut reports whether it was,
 // while ctx had not ended.
-func (c *Client) dialUntilSwitch(ctx context.Context, addr urltext.Address) (cn *Conn, p namedPrimary, cut bool, err error) {
+func (c *Client) dialUntilSwitch(ctx context.Context) (cn *Conn, p namedPrimary, cut bool, err error) {
 	dialCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	c.mu.Lock()
+	if c.promoted.addr != "" && time.Since(c.promotedAt) > promotionPatience {
+		// No sentinel has named it, and it could not be reached.
+		c.promoted, c.superseded = namedPrimary{}, namedPrimary{}
+	}
 	view := sentinelView{newest: c.newest, promoted: c.promoted, superseded: c.superseded}
 	c.cutDial = cancel
 	c.mu.Unlock()
 	promoted := view.promoted
-	cn, p, err = dialPrimary(dialCtx, addr, c.target, c.opts, &view)
+	cn, p, err = dialPrimary(dialCtx, c.target, c.opts, &view)
 	c.mu.Lock()
 	c.cutDial = nil
 	if view.promoted.addr == "" && promoted.addr != "" && c.promoted == promoted {
@@ -279,7 +294,7 @@ func (c *Client) dialUntilSwitch(ctx context.Context, addr urltext.Address) (cn 
 
 // dialNamed dials the primary p names, with t's credentials and database,
 // and checks that it says it is a primary.
-func dialNamed(ctx context.Context, addr urltext.Address, t target, o options, p namedPrimary) (*Conn, error) {
+func dialNamed(ctx context.Context, t target, o options, p namedPrimary) (*Conn, error) {
 	node := t
 	node.sentinels, node.address = nil, p.addr
 	node.serverName, _, _ = net.SplitHostPort(p.addr)
@@ -287,7 +302,7 @@ func dialNamed(ctx context.Context, addr urltext.Address, t target, o options, p
 		o.tlsConfig = o.tlsConfig.Clone()
 		o.tlsConfig.ServerName = node.serverName
 	}
-	c, err := dialTarget(ctx, addr, node, o)
+	c, err := dialTarget(ctx, urltext.NewAddress(p.addr), node, o)
 	if err != nil {
 		return nil, fmt.Errorf("sentinel %s named %s: %w", p.by, p.addr, err)
 	}
@@ -376,10 +391,14 @@ func checkPrimary(ctx context.Context, c *Conn, timeout time.Duration) error {
 		if len(v.Elems) > 0 {
 			role = v.Elems[0].Str
 		}
-		return fmt.Errorf("its role is %s, not master", role)
+		return fmt.Errorf("its role is %s, %w", role, errNotPrimary)
 	}
 	return nil
 }
+
+// errNotPrimary is matched by the error of a node named as the primary
+// that says it is none.
+var errNotPrimary = errors.New("not master")
 
 // withTimeout bounds ctx by d, unless d is zero (no bound).
 func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {

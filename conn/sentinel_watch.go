@@ -6,7 +6,9 @@ package conn
 // a replica: about ten seconds on Redis 7.0.15. What a Client writes there
 // meanwhile is lost. So a Client through sentinels keeps one connection
 // to a sentinel subscribed to +switch-master, the sentinels' announcement
-// of a new primary, and asks that sentinel for the primary when one comes
+// of a new primary, and to +promoted-slave, the leading sentinel's
+// announcement of the replica it promoted (see promotedChannel), and
+// asks that sentinel for the primary when one comes
 // and every sentinelCheckEvery besides (a message lost while the watcher
 // was between sentinels, a sentinel gone silent). When the answer names
 // another node, with an epoch no older, it breaks the Client's connection, so
@@ -215,7 +217,7 @@ func (c *Client) heardPromotion(pr promotion, p namedPrimary) {
 		return // an older failover's
 	}
 	c.promoted = namedPrimary{by: p.by, addr: pr.replica, epoch: p.epoch}
-	c.superseded = p
+	c.superseded, c.promotedAt = p, time.Now()
 	var stale *Conn
 	if c.conn != nil && c.primary.addr == pr.over {
 		stale = c.conn

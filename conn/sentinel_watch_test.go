@@ -14,6 +14,7 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/resp"
 )
 
 // portOf is the port of the server c's connection reaches, or "" if the
@@ -236,6 +237,46 @@ func TestAPromotionTheNodeDoesNotBearOutIsDropped(t *testing.T) {
 	require.Equal(t, "master", role(t, c))
 }
 
+// A promoted node that cannot be reached (everyone redials it at once
+// after a failover) is waited for, not given up at the first refusal,
+// which would send the Client back to the old primary, failed over but
+// alive; but not for ever, in case the announcement was false and no
+// sentinel ever names the node.
+func TestAPromotedNodeThatCannotBeReachedIsWaitedForAWhile(t *testing.T) {
+	primary := redistest.Start(t)
+	host, port, _ := net.SplitHostPort(primary.Addr)
+	gone := redistest.ClosedAddr(t)
+	ghost, gport, _ := net.SplitHostPort(gone)
+	var answered atomic.Int64
+	sentinel := fakeSentinel(t, []string{"name", "mymaster", "ip", host, "port", port, "config-epoch", "1"}, []string{
+		promotedAnnouncement(fmt.Sprintf("slave %s %s %s @ mymaster %s %s", gone, ghost, gport, host, port)),
+	}, &answered)
+	c, err := conn.NewClient("redis+sentinel://" + sentinel.Addr + "/mymaster")
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	heard := time.Now() // at the latest: the sentinel announces once its watcher subscribes
+	redistest.Eventually(t, func() bool {
+		call, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		defer cancel()
+		_, err := c.Do(call, "CLIENT", "ID")
+		return err != nil
+	}, 5*time.Second, 5*time.Millisecond, "the client stayed on the primary the promotion replaced")
+	call, cancel := context.WithTimeout(ctx, time.Second)
+	_, err = c.Do(call, "CLIENT", "ID")
+	cancel()
+	require.Error(t, err, "the client went back to the old primary at once")
+	var back time.Duration
+	redistest.Eventually(t, func() bool {
+		call, cancel := context.WithTimeout(ctx, time.Second)
+		defer cancel()
+		_, err := c.Do(call, "CLIENT", "ID")
+		back = time.Since(heard)
+		return err == nil
+	}, 15*time.Second, 10*time.Millisecond, "the client never gave up on the unreachable promoted node")
+	t.Logf("back on the primary %v after the announcement", back.Round(time.Millisecond))
+}
+
 // A sentinel's answer that names no usable primary is an error that says
 // what was wrong with it, and the dial goes on to the next sentinel.
 func TestASentinelsBadAnswerIsPassedOverWithItsReason(t *testing.T) {
@@ -368,5 +409,37 @@ func TestADialToADeadPrimaryEndsWhenTheSentinelsNameAnother(t *testing.T) {
 			time.Since(named).Round(time.Millisecond), r.waiting.Round(time.Millisecond))
 	case <-time.After(45 * time.Second):
 		t.Fatal("the call did not return within its 30s context")
+	}
+}
+
+// A dial through sentinels that finds no primary (here: the sentinel
+// does not know the name) is a *DialError, whatever the sentinels
+// answered: nothing of the call was sent, and a caller such as a release
+// may tell so even when an answer was an error reply.
+func TestADialThroughSentinelsThatFindsNoPrimaryIsADialError(t *testing.T) {
+	sentinel := redistest.NewFake(t, func(s *redistest.Session) {
+		for {
+			if _, err := s.ReadCommand(); err != nil {
+				return
+			}
+			_ = s.Send("-ERR No such master with that name\r\n")
+		}
+	})
+	for _, dial := range []func() error{
+		func() error {
+			_, err := conn.Dial(context.Background(), "redis+sentinel://"+sentinel.Addr+"/mymaster")
+			return err
+		},
+		func() error {
+			c, err := conn.NewClient("redis+sentinel://" + sentinel.Addr + "/mymaster")
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = c.Do(context.Background(), "PING")
+			return err
+		},
+	} {
+		err := dial()
+		require.ErrorAs(t, err, new(*conn.DialError))
+		require.ErrorIs(t, err, resp.Prefix("ERR"))
 	}
 }
