@@ -287,7 +287,9 @@ func newLocker(nodes backend, o settings, ch channels) *Locker {
 // they were told of that is still going on (a Manager's Modify whose
 // function runs) ends for them there, with ErrClosed. On a
 // Locker made with New, closing the connection under a stuck call closes
-// the caller's client's current connection, which the client redials.
+// the caller's client's current connection, which the client redials,
+// and cuts short a dial it has in progress (whose callers fail with an
+// error matching conn.ErrBroken).
 func (l *Locker) Close() error {
 	l.mu.Lock()
 	if l.closed {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/internal/cluster"
+	"github.com/batonlock/baton/internal/replydeadline"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -314,6 +315,11 @@ func (l *Locker) retrying(ctx context.Context, v *retried, err error) bool {
 		v.failed = true
 		if limit := time.Now().Add(l.opts.ReleaseTimeout); v.giveUp.IsZero() || limit.Before(v.giveUp) {
 			v.giveUp = limit
+		}
+		// A reply deadline on ctx (a release's own bound) fails every
+		// attempt after it unsent: no use retrying past it.
+		if by := replydeadline.Of(ctx); !by.IsZero() && by.Before(v.giveUp) {
+			v.giveUp = by
 		}
 	}
 	pause := retryPause(v.retries)

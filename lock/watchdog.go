@@ -49,7 +49,9 @@ func (ls *Lease) watchdog(stop <-chan struct{}, first time.Duration) {
 			ls.extendFailed(err)
 		}
 		ls.mu.Lock()
-		ls.extendFailing = err != nil
+		// A Close under way refusing the extension is no failure: a
+		// lease that runs out meanwhile ran out, as without a watchdog.
+		ls.extendFailing = err != nil && !errors.Is(err, ErrClosed)
 		left := time.Until(ls.deadline)
 		// Ended in the hold that saw the deadline pass (see
 		// runOutLocked), for ExtensionFailed, as extendFailing says.

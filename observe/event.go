@@ -185,15 +185,18 @@ func (h How) String() string { return name(howNames[:], int(h)) }
 // Reason is why a lease ended.
 //
 // A lease still held when its deadline passed ran out there, whether or
-// not its holder asked for Done, and whatever ends it afterwards: an
-// Unlock, a write-back, an extension that finds the lock gone, Close or
-// a first Done asked late each end it for Expired (or ExtensionFailed),
-// as the timer behind Done would have, with a Duration that runs to the
-// deadline. The deadline is the one the lease's last extension left. It
-// is compared with an Unlock's beginning (a releasing write-back's too),
-// so that an Unlock begun in time is Released whatever its reply, which
-// decides only what Unlock returns; and with the reply of an extension
-// or of a write-back that keeps the lock.
+// not its holder asked for Done: an Unlock, a write-back, an extension
+// that finds the lock gone, Close or a first Done asked late each end it
+// for Expired (or ExtensionFailed), as the timer behind Done would have,
+// with a Duration that runs to the deadline. The deadline is the one the
+// lease's last extension left. It is compared with an Unlock's beginning
+// (a releasing write-back's too), so that an Unlock begun in time is
+// Released whatever its reply, which decides only what Unlock returns;
+// and with the reply of an extension or of a write-back that keeps the
+// lock. One exception: where nobody asked for Done, nothing ends the
+// lease at its deadline, and an extension, or a write-back that keeps
+// the lock, that finds the lock still the lease's (the local deadline
+// errs early) moves the deadline on, and the lease goes on.
 type Reason uint8
 
 const (
