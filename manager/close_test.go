@@ -5,14 +5,17 @@ import (
 	"errors"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/batonlock/baton/internal/observing"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/manager"
+	"github.com/batonlock/baton/observe"
 )
 
 // TestModifyAfterCloseWritesNothing: once Close has returned, Modify fails
@@ -156,4 +159,142 @@ func TestCloseRacingModify(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestAModifyWaitingForTheLockWhenCloseBeginsStopsWaiting: another
+// Locker holds the token's lock, and a Modify waits for it (it has asked,
+// or queued). Close must end that wait: the Modify returns ErrClosed
+// promptly, long before the holder lets go, its function never runs, and
+// once the holder lets go nothing of this Manager takes the lock or
+// writes. In both lock modes, with and without hold, and for each kind
+// of context the Modify may have: one that cannot end
+// (context.Background), one that cannot end but carries values, and one
+// that can end. Before, the Modify waited on after Close had returned,
+// took the lock once the holder let go, ran fn, and only then released it
+// and failed with ErrClosed.
+func TestAModifyWaitingForTheLockWhenCloseBeginsStopsWaiting(t *testing.T) {
+	type key struct{}
+	contexts := []struct {
+		name string
+		ctx  func(t *testing.T) context.Context
+	}{
+		{"background", func(*testing.T) context.Context { return context.Background() }},
+		{"values", func(*testing.T) context.Context { return context.WithValue(context.Background(), key{}, 1) }},
+		{"cancelable", func(t *testing.T) context.Context { return t.Context() }},
+	}
+	srv := redistest.Start(t)
+	for _, mode := range []string{"fast", "fair"} {
+		var lockOpts []lock.Option
+		if mode == "fair" {
+			lockOpts = append(lockOpts, lock.WithFair())
+		}
+		for _, hold := range []time.Duration{0, time.Hour} {
+			for _, c := range contexts {
+				name := mode
+				if hold > 0 {
+					name += "+hold"
+				}
+				t.Run(name+"/"+c.name, func(t *testing.T) {
+					testAModifyWaitingWhenCloseBegins(t, c.ctx(t), srv, lockOpts, hold)
+				})
+			}
+		}
+	}
+}
+
+// testAModifyWaitingWhenCloseBegins is one case of
+// TestAModifyWaitingForTheLockWhenCloseBeginsStopsWaiting: a Modify under
+// ctx, on a Manager with hold, waits for a lock another Locker holds.
+func testAModifyWaitingWhenCloseBegins(t *testing.T, ctx context.Context, srv *redistest.Server, lockOpts []lock.Option, hold time.Duration) {
+	srv.Do(t, "FLUSHALL")
+	holder, err := openLocker(t, srv, lockOpts...).Lock(ctx, "k")
+	require.NoError(t, err)
+	rec := &observing.Recorder{}
+	m := manager.New[counter](openLocker(t, srv, append(lockOpts, lock.WithObserver(rec))...), manager.WithHold(hold))
+	var ran atomic.Bool
+	modified := make(chan error, 1)
+	go func() {
+		modified <- m.Modify(ctx, "k", func(c *counter) error { ran.Store(true); c.N++; return nil })
+	}()
+	redistest.Eventually(t, func() bool { return len(rec.Of(observe.Asked)) > 0 },
+		5*time.Second, time.Millisecond, "the Modify never waited for the lock")
+
+	start := time.Now()
+	require.NoError(t, m.Close())
+	var modifyErr error
+	returned := false
+	select {
+	case modifyErr = <-modified:
+		returned = true
+	case <-time.After(2 * time.Second):
+	}
+	took := time.Since(start)
+	// Let go: a Modify still waiting takes the lock now.
+	require.NoError(t, holder.Unlock(ctx))
+	if !returned {
+		select {
+		case modifyErr = <-modified:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the Modify hangs after the holder let go")
+		}
+	}
+	t.Logf("returned within 2s of Close: %v, after %v (fn ran: %v): %v", returned, took.Round(time.Millisecond), ran.Load(), modifyErr)
+	require.True(t, returned, "the Modify waited for the lock after Close began")
+	require.ErrorIs(t, modifyErr, manager.ErrClosed)
+	require.False(t, ran.Load(), "fn ran after Close began")
+	// Nothing of the Manager's takes the lock: no request or
+	// queue entry of it is left for the holder's release to
+	// hand the lock to.
+	for range 20 {
+		require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}").Int, "the lock was taken after the holder let go")
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}:state").Int, "the state was written")
+}
+
+// TestAHeldModifyWaitingItsTurnWhenCloseBeginsStopsWaiting: with hold,
+// local Modify calls for one token take turns. One waits its turn while
+// another's function runs when Close begins: it returns ErrClosed at once,
+// without waiting for that function, and never runs its own. Before, it
+// waited for the function in progress, whatever it waited on.
+func TestAHeldModifyWaitingItsTurnWhenCloseBeginsStopsWaiting(t *testing.T) {
+	srv := redistest.Start(t)
+	ctx := context.Background()
+	m := manager.New[counter](openLocker(t, srv), manager.WithHold(time.Hour))
+	entered, release := make(chan struct{}), make(chan struct{})
+	first := make(chan error, 1)
+	go func() {
+		first <- m.Modify(ctx, "k", func(c *counter) error {
+			close(entered)
+			<-release
+			c.N++
+			return nil
+		})
+	}()
+	<-entered
+	var ran atomic.Bool
+	second := make(chan error, 1)
+	go func() {
+		second <- m.Modify(ctx, "k", func(c *counter) error { ran.Store(true); c.N++; return nil })
+	}()
+	time.Sleep(50 * time.Millisecond) // the second waits its turn
+
+	require.NoError(t, m.Close())
+	var secondErr error
+	returned := false
+	select {
+	case secondErr = <-second:
+		returned = true
+	case <-time.After(2 * time.Second):
+	}
+	close(release)
+	require.ErrorIs(t, <-first, manager.ErrClosed)
+	if !returned {
+		secondErr = <-second
+	}
+	require.True(t, returned, "the Modify waited its turn after Close began")
+	require.ErrorIs(t, secondErr, manager.ErrClosed)
+	require.False(t, ran.Load(), "fn ran after Close began")
+	require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}").Int, "the lock is still held")
+	require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}:state").Int, "the state was written")
 }

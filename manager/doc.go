@@ -94,9 +94,11 @@
 // A Manager is safe for concurrent use. Local calls of Modify for one
 // token take turns. With WithHold, the Manager owns one goroutine per
 // token it holds, which lets the lock go; [Manager.Close] stops them and
-// waits. Close also waits for the write-backs on their way, but not for
-// a function in progress: its Modify writes nothing, and fails with
-// ErrClosed once the function returns. Once Close has returned, the
+// waits. Close ends the waits for a lock: a Modify waiting for one fails
+// with ErrClosed, and runs no function. Close also waits for the
+// write-backs on their way, but not for a function in progress: its
+// Modify writes nothing, and fails with ErrClosed once the function
+// returns. Once Close has returned, the
 // Manager writes nothing more (but for a write-back whose caller's
 // context ended with it on its way, which may land yet).
 //

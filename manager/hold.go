@@ -37,6 +37,10 @@ func (m *Manager[T]) modifyHolding(ctx context.Context, call uint64, token strin
 	case h.slot <- struct{}{}:
 	case <-ctx.Done():
 		return fmt.Errorf("manager: modify %q: %w", token, ctx.Err())
+	case <-m.closed.Done():
+		// Close began while this call waited its turn, maybe on a
+		// function in progress, which Close does not wait for either.
+		return errClosed(token)
 	}
 	defer m.leave(ctx, h)
 	if m.isClosing() {
@@ -82,7 +86,11 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, call uint64, token string, 
 		return err
 	}
 	// The state expired or was deleted since the last write: the copy
-	// kept here is stale. Nothing was written; start from the zero value.
+	// kept here is stale. Nothing was written; start from the zero value,
+	// unless Close has begun meanwhile: then fn does not run again.
+	if m.isClosing() {
+		return errClosed(token)
+	}
 	data, err = m.apply(call, token, func(*T) error { return nil }, fn)
 	if err != nil {
 		return err
@@ -94,19 +102,24 @@ func (m *Manager[T]) modifyHeld(ctx context.Context, call uint64, token string, 
 // modifyAndHold acquires and loads as Modify does, and keeps the lease.
 func (m *Manager[T]) modifyAndHold(ctx context.Context, call uint64, token string, h *holding, fn func(*T) error) error {
 	key := m.Key(token)
-	lease, replies, err := m.locker.LockAndDo(ctx, token, []string{"GET", key})
+	lease, replies, err := m.acquire(ctx, token, key)
 	if err != nil {
-		return fmt.Errorf("manager: modify %q: %w", token, err)
+		return err
 	}
 	h.lease = lease
 	ok := false
 	defer func() {
 		if !ok {
 			// fn failed or panicked, or the state could not be read or
-			// encoded: nothing written, let go. A panic goes on after.
+			// encoded, or Close began: nothing written, let go. A panic
+			// goes on after.
 			m.letGo(context.WithoutCancel(ctx), h)
 		}
 	}()
+	if m.isClosing() {
+		// Close began while the acquire was on its way: fn does not run.
+		return errClosed(token)
+	}
 	if len(replies) != 1 {
 		// A bug below, not the server's doing; better said than a panic.
 		return fmt.Errorf("manager: modify %q: %d replies to the state's GET, want 1", token, len(replies))

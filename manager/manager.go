@@ -64,6 +64,11 @@ type Manager[T any] struct {
 	mu      sync.Mutex
 	holds   map[string]*holding // guarded by mu: per token, while used or held
 	closing bool                // guarded by mu: Close has begun
+	// cuts are the cancel functions of the acquires in progress under a
+	// context of their own (see untilClose), which Close calls; a slot
+	// that is free is nil, and listed in free.
+	cuts []context.CancelFunc // guarded by mu
+	free []int                // guarded by mu
 }
 
 // New returns a Manager on l. A bad option is reported by every call.
@@ -144,15 +149,19 @@ func (m *Manager[T]) sinceEpoch() int64 { return int64(time.Since(m.epoch)) }
 func (m *Manager[T]) Key(token string) string { return m.prefix + "{" + token + "}:state" }
 
 // Close ends the Manager's modifications: from the moment it begins,
-// Modify fails with an error matching ErrClosed and writes nothing. Get
-// still works.
+// Modify fails with an error matching ErrClosed, writes nothing, and runs
+// no function more. Get still works.
 //
-// Close waits for the write-backs already on their way, whose Modify
-// returns what the server said, and lets go of every lock held between
-// modifications (WithHold), and waits for that. It does not wait for a
-// function in progress, which is the caller's code and may wait on what
-// the caller stops next: the Modify that runs it writes nothing, releases
-// the lock once the function returns, and fails with ErrClosed. So once
+// A Modify that waits for its lock when Close begins stops waiting and
+// fails, without running its function; what its acquire may have taken
+// is released, in the Locker's background where the acquire was on its
+// way, which the Locker's Close waits for. Close waits for the
+// write-backs already on their way, whose Modify returns what the server
+// said, and lets go of every lock held between modifications (WithHold),
+// and waits for that. It does not wait for a function in progress, which
+// is the caller's code and may wait on what the caller stops next: the
+// Modify that runs it writes nothing, releases the lock once the function
+// returns, and fails with ErrClosed. So once
 // Close has returned, the Manager writes nothing more, but for a
 // write-back whose caller's context ended with it on its way: the server
 // may run it yet, or the Locker finish it in the background, which the
@@ -160,8 +169,15 @@ func (m *Manager[T]) Key(token string) string { return m.prefix + "{" + token + 
 func (m *Manager[T]) Close() error {
 	m.mu.Lock()
 	m.closing = true
+	cuts := m.cuts
+	m.cuts, m.free = nil, nil
 	m.mu.Unlock()
 	m.close()
+	for _, cancel := range cuts {
+		if cancel != nil {
+			cancel()
+		}
+	}
 	m.writes.Wait()
 	m.watchers.Wait()
 	return nil

@@ -37,10 +37,16 @@ import (
 //     be), the error matches conn.UncertainError and ctx's error: the
 //     write may land yet. With WithHold the lock is let go then, by a
 //     release sent after the write-back, in the background.
-//   - Once Close has begun, nothing is written and the error matches
-//     ErrClosed. A Modify that starts afterwards sends nothing and does
-//     not run fn; one that started before fails at the latest when fn
-//     returns, and releases the lock first (see Close).
+//   - Once Close has begun, nothing is written, fn runs no more, and the
+//     error matches ErrClosed. A Modify that starts afterwards sends
+//     nothing. One that waits for the lock (held by another instance, or
+//     its turn after a local Modify with WithHold) stops waiting: what
+//     its acquire may have taken is released, in the Locker's background
+//     (see lock.Locker.Lock on a context that ends). One that takes the
+//     lock as Close begins releases it and does not run fn. One whose fn
+//     runs fails when fn returns, and releases the lock first (see
+//     Close). So fn runs only if Close had not begun when the lock was
+//     taken.
 //
 // The lock is released even when ctx ends during fn, with or without
 // WithHold: the write-back if fn succeeded, and the release, are sent in
@@ -76,9 +82,9 @@ func (m *Manager[T]) Modify(ctx context.Context, token string, fn func(*T) error
 // release.
 func (m *Manager[T]) modifyOnce(ctx context.Context, call uint64, token string, fn func(*T) error) (err error) {
 	key := m.Key(token)
-	lease, replies, err := m.locker.LockAndDo(ctx, token, []string{"GET", key})
+	lease, replies, err := m.acquire(ctx, token, key)
 	if err != nil {
-		return fmt.Errorf("manager: modify %q: %w", token, err)
+		return err
 	}
 	written := false
 	defer func() {
@@ -92,6 +98,11 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, call uint64, token string, 
 		}
 	}()
 
+	if m.isClosing() {
+		// Close began while the acquire was on its way: fn does not run,
+		// and the deferred Unlock gives the lock back untouched.
+		return errClosed(token)
+	}
 	if len(replies) != 1 {
 		// A bug below, not the server's doing; better said than a panic.
 		err = fmt.Errorf("manager: modify %q: %d replies to the state's GET, want 1", token, len(replies))
@@ -115,6 +126,25 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, call uint64, token string, 
 		return fmt.Errorf("manager: modify %q: write-back: %w", token, err)
 	}
 	return nil
+}
+
+// acquire takes the lock of token and reads its state, at key, in the
+// same write. Close ends a wait for the lock (see untilClose): the error
+// then matches ErrClosed, and nothing is held.
+func (m *Manager[T]) acquire(ctx context.Context, token, key string) (*lock.Lease, []resp.Value, error) {
+	c, ok := m.untilClose(ctx)
+	if !ok {
+		return nil, nil, errClosed(token)
+	}
+	lease, replies, err := m.locker.LockAndDo(c.ctx, token, []string{"GET", key})
+	m.endCut(c)
+	switch {
+	case err == nil:
+		return lease, replies, nil
+	case m.cutByClose(ctx, err):
+		return nil, nil, errClosed(token)
+	}
+	return nil, nil, fmt.Errorf("manager: modify %q: %w", token, err)
 }
 
 // apply loads the state with load, runs fn on it, and encodes the result,
