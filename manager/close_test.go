@@ -298,3 +298,95 @@ func TestAHeldModifyWaitingItsTurnWhenCloseBeginsStopsWaiting(t *testing.T) {
 	require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}").Int, "the lock is still held")
 	require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}:state").Int, "the state was written")
 }
+
+// TestCloseIsBoundedByAWriteBackStuckBeforeItIsSent: through sentinels
+// that name a primary that died (no replica to promote), a write-back
+// waits, before it is sent, for the primary to come back: with hold (a
+// write that keeps the lease) for as long as its context allows, which
+// for context.Background is for ever; without hold (the write-back and
+// release) for the Locker's release timeout. Close must not wait for it
+// beyond its own bound, and the usual shutdown, the Manager's Close and
+// then the Locker's, must end within the Locker's Close's bound (three
+// release timeouts), since the Locker's Close is what ends the stuck call.
+// Before, the Manager's Close waited for the write-back: with hold until
+// the Locker's Close, which it kept from running, ended it; without hold
+// for the rest of the release timeout.
+func TestCloseIsBoundedByAWriteBackStuckBeforeItIsSent(t *testing.T) {
+	const releaseTimeout = 3 * time.Second
+	for _, hold := range []time.Duration{0, time.Hour} {
+		name := "no hold"
+		if hold > 0 {
+			name = "hold"
+		}
+		t.Run(name, func(t *testing.T) {
+			s := redistest.StartSentinels(t, 0, 1)
+			ctx := context.Background()
+			l, err := lock.Open(ctx, s.URL(), lock.WithReleaseTimeout(releaseTimeout))
+			require.NoError(t, err)
+			lockerClosed := false
+			t.Cleanup(func() {
+				if !lockerClosed {
+					_ = l.Close()
+				}
+			})
+			m := manager.New[counter](l, manager.WithHold(hold))
+			if hold > 0 {
+				require.NoError(t, m.Modify(ctx, "k", increment)) // held from now on
+			}
+
+			entered, killed := make(chan struct{}), make(chan struct{})
+			modified := make(chan error, 1)
+			go func() {
+				modified <- m.Modify(ctx, "k", func(c *counter) error {
+					close(entered)
+					<-killed
+					c.N++
+					return nil
+				})
+			}()
+			<-entered
+			s.KillPrimary(t)
+			time.Sleep(100 * time.Millisecond) // the connection's end reaches the client
+			close(killed)
+			time.Sleep(300 * time.Millisecond) // the write-back is on its way, waiting for the primary
+			select {
+			case err := <-modified:
+				t.Fatalf("the write-back did not wait for the primary: %v", err)
+			default:
+			}
+
+			start := time.Now()
+			managerClosed := make(chan struct{})
+			go func() {
+				_ = m.Close()
+				close(managerClosed)
+			}()
+			closeTook := time.Duration(-1)
+			select {
+			case <-managerClosed:
+				closeTook = time.Since(start)
+			case <-time.After(2 * time.Second):
+			}
+			// The Locker's Close, which the usual shutdown calls next.
+			lockerClosed = true
+			require.NoError(t, l.Close())
+			<-managerClosed
+			both := time.Since(start)
+			var modifyErr error
+			select {
+			case modifyErr = <-modified:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the Modify still hangs after the Locker's Close")
+			}
+			took := "over 2s"
+			if closeTook >= 0 {
+				took = closeTook.Round(time.Millisecond).String()
+			}
+			t.Logf("Manager.Close took %s; with Locker.Close %v; the Modify returned %v", took, both.Round(time.Millisecond), modifyErr)
+			require.GreaterOrEqual(t, closeTook, time.Duration(0), "Manager.Close waited over 2s for the stuck write-back")
+			require.Less(t, both, 3*releaseTimeout+time.Second, "Manager.Close and Locker.Close together took longer than the Locker's Close may")
+			require.Error(t, modifyErr)
+			require.NotErrorIs(t, modifyErr, manager.ErrClosed, "the write-back had not passed Close's gate: the test shows nothing")
+		})
+	}
+}

@@ -95,12 +95,15 @@
 // token take turns. With WithHold, the Manager owns one goroutine per
 // token it holds, which lets the lock go; [Manager.Close] stops them and
 // waits. Close ends the waits for a lock: a Modify waiting for one fails
-// with ErrClosed, and runs no function. Close also waits for the
-// write-backs on their way, but not for a function in progress: its
-// Modify writes nothing, and fails with ErrClosed once the function
-// returns. Once Close has returned, the
-// Manager writes nothing more (but for a write-back whose caller's
-// context ended with it on its way, which may land yet).
+// with ErrClosed, and runs no function. It does not wait for a function
+// in progress: its Modify writes nothing, and fails with ErrClosed once
+// the function returns. It waits for the write-backs on their way, for a
+// second at most, and leaves one still stuck then (waiting out a
+// failover, say) to the Locker's Close, which ends it: close the
+// Manager, then its Locker, as the example above does with defer. Once
+// Close has returned, the Manager writes nothing more, but for such a
+// stuck write-back, and for a write-back whose caller's context ended
+// with it on its way, either of which may land yet (see [Manager.Close]).
 //
 // How often another instance is passed over by back-to-back
 // modifications, in each mode and with hold, is measured in

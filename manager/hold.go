@@ -161,7 +161,7 @@ func (m *Manager[T]) writeHeld(ctx context.Context, token string, h *holding, da
 		m.letGo(context.WithoutCancel(ctx), h)
 		return errClosed(token)
 	}
-	defer m.writes.Done()
+	defer m.endWrite()
 	w := lock.Write{Key: m.Key(token), Value: string(data), TTL: m.ttl, IfExists: over == overExisting}
 	if ctx.Err() != nil {
 		// The usual outcome is an error matching conn.UncertainError:

@@ -54,16 +54,19 @@ type Manager[T any] struct {
 	err      error // a bad option, reported by every call
 
 	epoch    time.Time       // the origin of holding.lastWrite, on the monotonic clock
-	closed   context.Context // ends at Close: holds let go
+	closed   context.Context // ends at Close: waits for a lock end, holds let go
 	close    context.CancelFunc
 	watchers sync.WaitGroup // one goroutine per hold in progress
-	// writes counts the write-backs on their way (beginWrite), which
-	// Close waits for, so that none lands after it returned.
-	writes sync.WaitGroup
 
 	mu      sync.Mutex
 	holds   map[string]*holding // guarded by mu: per token, while used or held
 	closing bool                // guarded by mu: Close has begun
+	// writing counts the write-backs on their way (beginWrite), which
+	// Close waits for, closeWait at most, so that none lands after it
+	// returned but one that is stuck. drained is made by Close while
+	// some are, and closed by the last to end.
+	writing int           // guarded by mu
+	drained chan struct{} // guarded by mu
 	// cuts are the cancel functions of the acquires in progress under a
 	// context of their own (see untilClose), which Close calls; a slot
 	// that is free is nil, and listed in free.
@@ -148,29 +151,58 @@ func (m *Manager[T]) sinceEpoch() int64 { return int64(time.Since(m.epoch)) }
 // may write it on Redis Cluster too.
 func (m *Manager[T]) Key(token string) string { return m.prefix + "{" + token + "}:state" }
 
-// Close ends the Manager's modifications: from the moment it begins,
-// Modify fails with an error matching ErrClosed, writes nothing, and runs
-// no function more. Get still works.
+// closeWait is the longest Close waits for the write-backs on their way.
+// One on a server that answers takes a round trip or so; one still on its
+// way after this is stuck, and left to the Locker's Close (see Close).
+const closeWait = time.Second
+
+// Close ends the Manager's modifications: from the moment it begins, no
+// Modify starts its function or a write-back, and each fails with an
+// error matching ErrClosed, but for one whose write-back is already on
+// its way (below). Get still works.
 //
 // A Modify that waits for its lock when Close begins stops waiting and
 // fails, without running its function; what its acquire may have taken
 // is released, in the Locker's background where the acquire was on its
-// way, which the Locker's Close waits for. Close waits for the
-// write-backs already on their way, whose Modify returns what the server
-// said, and lets go of every lock held between modifications (WithHold),
-// and waits for that. It does not wait for a function in progress, which
-// is the caller's code and may wait on what the caller stops next: the
-// Modify that runs it writes nothing, releases the lock once the function
-// returns, and fails with ErrClosed. So once
-// Close has returned, the Manager writes nothing more, but for a
-// write-back whose caller's context ended with it on its way: the server
-// may run it yet, or the Locker finish it in the background, which the
-// Locker's Close waits for.
+// way, which the Locker's Close waits for. Close does not wait for a
+// function in progress, which is the caller's code and may wait on what
+// the caller stops next: the Modify that runs it writes nothing, releases
+// the lock once the function returns, and fails with ErrClosed.
+//
+// Close waits for the write-backs already on their way, whose Modify
+// returns what the server said, for a second at most. One still on its
+// way then is stuck, most likely before it could be sent: its client
+// waits for a primary that the sentinels name and nobody can reach, say,
+// or for a cluster that cannot serve its slot, for as long as its
+// Modify's context allows (the release timeout at most, for a write-back
+// that also releases). Close leaves it to the Locker's Close, which
+// ends every call in bounded time; its Modify returns what became of it.
+// Last, Close lets go of every lock held between modifications
+// (WithHold), and waits for that: for releases, which the Locker bounds
+// by its release timeout. So Close returns in bounded time, and the
+// usual shutdown, this Close and then the Locker's, ends within the
+// bounds the two Closes state.
+//
+// Once Close has returned, the Manager writes nothing more, but for:
+//
+//   - a write-back still on its way a second after Close began, as
+//     above, which may land until its Modify's context ends or the
+//     Locker's Close ends it;
+//   - a write-back whose caller's context ended with it on its way: the
+//     server may run it yet, or the Locker finish it in the background,
+//     which the Locker's Close waits for.
+//
+// Either way the write-back is fenced: it lands only while its lease
+// still holds the lock.
 func (m *Manager[T]) Close() error {
 	m.mu.Lock()
 	m.closing = true
 	cuts := m.cuts
 	m.cuts, m.free = nil, nil
+	if m.writing > 0 && m.drained == nil {
+		m.drained = make(chan struct{})
+	}
+	drained := m.drained
 	m.mu.Unlock()
 	m.close()
 	for _, cancel := range cuts {
@@ -178,7 +210,14 @@ func (m *Manager[T]) Close() error {
 			cancel()
 		}
 	}
-	m.writes.Wait()
+	if drained != nil {
+		timer := time.NewTimer(closeWait)
+		select {
+		case <-drained:
+		case <-timer.C:
+		}
+		timer.Stop()
+	}
 	m.watchers.Wait()
 	return nil
 }
@@ -193,16 +232,28 @@ func (m *Manager[T]) isClosing() bool {
 // beginWrite counts a write-back in, so that Close waits for it, unless
 // Close has begun: then nothing may be written, and the caller lets go of
 // its lease and returns errClosed. A true return must be matched by
-// m.writes.Done. Under mu, as Close sets closing: no write-back is added
-// once Close waits.
+// endWrite. Under mu, as Close sets closing: no write-back is added once
+// Close waits.
 func (m *Manager[T]) beginWrite() bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closing {
 		return false
 	}
-	m.writes.Add(1)
+	m.writing++
 	return true
+}
+
+// endWrite counts a write-back out, and tells Close, if it waits, that
+// the last has ended.
+func (m *Manager[T]) endWrite() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.writing--
+	if m.writing == 0 && m.drained != nil {
+		close(m.drained)
+		m.drained = nil
+	}
 }
 
 // errClosed is the error of a Modify of token once Close has begun.

@@ -37,16 +37,17 @@ import (
 //     be), the error matches conn.UncertainError and ctx's error: the
 //     write may land yet. With WithHold the lock is let go then, by a
 //     release sent after the write-back, in the background.
-//   - Once Close has begun, nothing is written, fn runs no more, and the
-//     error matches ErrClosed. A Modify that starts afterwards sends
+//   - Once Close has begun, no write-back starts, fn runs no more, and
+//     the error matches ErrClosed. A Modify that starts afterwards sends
 //     nothing. One that waits for the lock (held by another instance, or
 //     its turn after a local Modify with WithHold) stops waiting: what
 //     its acquire may have taken is released, in the Locker's background
 //     (see lock.Locker.Lock on a context that ends). One that takes the
 //     lock as Close begins releases it and does not run fn. One whose fn
-//     runs fails when fn returns, and releases the lock first (see
-//     Close). So fn runs only if Close had not begun when the lock was
-//     taken.
+//     runs fails when fn returns, and releases the lock first. So fn runs
+//     only if Close had not begun when the lock was taken. A write-back
+//     already on its way goes on, and its Modify returns what the server
+//     said: Close waits for it, for a second at most (see Close).
 //
 // The lock is released even when ctx ends during fn, with or without
 // WithHold: the write-back if fn succeeded, and the release, are sent in
@@ -117,7 +118,7 @@ func (m *Manager[T]) modifyOnce(ctx context.Context, call uint64, token string, 
 		// back untouched.
 		return errClosed(token)
 	}
-	defer m.writes.Done()
+	defer m.endWrite()
 	written = true
 	if _, err := lease.Commit(ctx, lock.Write{Key: key, Value: string(data), TTL: m.ttl, Unlock: true}); err != nil {
 		// Refused before anything was sent (New and check refuse what it
