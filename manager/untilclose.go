@@ -29,7 +29,11 @@ type cut struct {
 // context.Background and context.TODO, which carry nothing; a small
 // wrapper of it, for another context that cannot end, which keeps its
 // values; and only for a context that can end, one of its own, which
-// Close cancels too.
+// Close cancels too, from a slot in Manager.cuts: context.AfterFunc on
+// closed would cost three allocations more. Measured on an uncontended
+// Modify without hold, the cut costs 2 allocations for
+// context.Background (conn's watch), 3 for a context with values, and 5
+// for a context that can end.
 func (m *Manager[T]) untilClose(ctx context.Context) (cut, bool) {
 	if ctx.Done() == nil {
 		if ctx == context.Background() || ctx == context.TODO() {
