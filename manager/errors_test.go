@@ -140,6 +140,7 @@ func TestEveryDocumentedErrorMatches(t *testing.T) {
 		{doc: "WithStateTTL: over 100 years", is: invalid, call: onNew(modify, manager.WithStateTTL(101*365*24*time.Hour))},
 		{doc: "WithStateTTL: every call, Get too, returns the refusal", is: invalid, call: onNew(get, manager.WithStateTTL(0))},
 		{doc: "ErrInvalid: a hold out of range (WithHold)", is: invalid, call: onNew(modify, manager.WithHold(-time.Second))},
+		{doc: "ErrInvalid: a close wait out of range (WithCloseWait)", is: invalid, call: onNew(modify, manager.WithCloseWait(-time.Second))},
 		{doc: "ErrInvalid: a state size limit out of range (WithMaxStateSize)", is: invalid, call: onNew(modify, manager.WithMaxStateSize(0))},
 		{doc: "WithKeyPrefix: a state prefix whose hash tag is not the lock's", is: invalid,
 			call: onNew(modify, manager.WithKeyPrefix("svc{a}:"))},

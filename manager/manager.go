@@ -51,7 +51,10 @@ type Manager[T any] struct {
 	hold   time.Duration
 	// maxState is the largest encoded state written (WithMaxStateSize).
 	maxState int
-	err      error // a bad option, reported by every call
+	// closeWait is the longest Close waits for write-backs on their way
+	// (WithCloseWait).
+	closeWait time.Duration
+	err       error // a bad option, reported by every call
 
 	epoch    time.Time       // the origin of holding.lastWrite, on the monotonic clock
 	closed   context.Context // ends at Close: waits for a lock end, holds let go
@@ -81,7 +84,7 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 		o(&s)
 	}
 	m := &Manager[T]{
-		locker: l, codec: JSON[T]{}, prefix: s.prefix, ttl: s.ttl, hold: s.hold, maxState: s.maxState,
+		locker: l, codec: JSON[T]{}, prefix: s.prefix, ttl: s.ttl, hold: s.hold, maxState: s.maxState, closeWait: s.closeWait,
 		holds: map[string]*holding{}, epoch: time.Now(),
 	}
 	m.closed, m.close = context.WithCancel(context.Background())
@@ -99,6 +102,8 @@ func New[T any](l *lock.Locker, opts ...Option) *Manager[T] {
 		m.err = fmt.Errorf("manager: %w: state TTL %v, want 1ms to 100 years", ErrInvalid, s.ttl)
 	case s.hold < 0:
 		m.err = fmt.Errorf("manager: %w: hold %v, want 0 or more", ErrInvalid, s.hold)
+	case s.closeWait < 0:
+		m.err = fmt.Errorf("manager: %w: close wait %v, want 0 or more", ErrInvalid, s.closeWait)
 	case s.maxState < 1:
 		m.err = fmt.Errorf("manager: %w: state size limit %d, want at least 1 byte", ErrInvalid, s.maxState)
 	}
@@ -151,11 +156,6 @@ func (m *Manager[T]) sinceEpoch() int64 { return int64(time.Since(m.epoch)) }
 // may write it on Redis Cluster too.
 func (m *Manager[T]) Key(token string) string { return m.prefix + "{" + token + "}:state" }
 
-// closeWait is the longest Close waits for the write-backs on their way.
-// One on a server that answers takes a round trip or so; one still on its
-// way after this is stuck, and left to the Locker's Close (see Close).
-const closeWait = time.Second
-
 // Close ends the Manager's modifications: from the moment it begins, no
 // Modify starts its function or a write-back, and each fails with an
 // error matching ErrClosed, but for one whose write-back is already on
@@ -170,8 +170,8 @@ const closeWait = time.Second
 // the lock once the function returns, and fails with ErrClosed.
 //
 // Close waits for the write-backs already on their way, whose Modify
-// returns what the server said, for a second at most. One still on its
-// way then is stuck, most likely before it could be sent: its client
+// returns what the server said, for a second at most (WithCloseWait).
+// One still on its way then is stuck, most likely before it could be sent: its client
 // waits for a primary that the sentinels name and nobody can reach, say,
 // or for a cluster that cannot serve its slot, for as long as its
 // Modify's context allows (the release timeout at most, for a write-back
@@ -185,8 +185,8 @@ const closeWait = time.Second
 //
 // Once Close has returned, the Manager writes nothing more, but for:
 //
-//   - a write-back still on its way a second after Close began, as
-//     above, which may land until its Modify's context ends or the
+//   - a write-back still on its way a second (WithCloseWait) after
+//     Close began, as above, which may land until its Modify's context ends or the
 //     Locker's Close ends it;
 //   - a write-back whose caller's context ended with it on its way: the
 //     server may run it yet, or the Locker finish it in the background,
@@ -211,7 +211,7 @@ func (m *Manager[T]) Close() error {
 		}
 	}
 	if drained != nil {
-		timer := time.NewTimer(closeWait)
+		timer := time.NewTimer(m.closeWait)
 		select {
 		case <-drained:
 		case <-timer.C:

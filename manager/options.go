@@ -10,15 +10,16 @@ import (
 type Option func(*settings)
 
 type settings struct {
-	prefix   string
-	ttl      time.Duration
-	codec    any // a Codec[T], checked by New
-	hold     time.Duration
-	maxState int
+	prefix    string
+	ttl       time.Duration
+	codec     any // a Codec[T], checked by New
+	hold      time.Duration
+	maxState  int
+	closeWait time.Duration
 }
 
 func defaultSettings() settings {
-	return settings{prefix: "baton:", ttl: time.Hour, maxState: resp.DefaultMaxBulkLen}
+	return settings{prefix: "baton:", ttl: time.Hour, maxState: resp.DefaultMaxBulkLen, closeWait: time.Second}
 }
 
 // WithKeyPrefix sets the prefix of state keys: the state of token t lives
@@ -57,6 +58,16 @@ func WithStateTTL(d time.Duration) Option { return func(s *settings) { s.ttl = d
 // Close. A d longer than the lock's TTL holds at most the TTL, unless the
 // Locker extends its leases (lock.WithAutoExtend). Default: 0, no hold.
 func WithHold(d time.Duration) Option { return func(s *settings) { s.hold = d } }
+
+// WithCloseWait sets the longest Close waits for the write-backs on their
+// way when it begins. One on a server that answers takes a round trip or
+// so; one still on its way after d is stuck (a server that stopped
+// answering, a failover under way), and is left to the Locker's Close,
+// which ends it within its own bound, and its Modify returns what became
+// of it: such a write may land after Close returned. 0 waits for none.
+// Default: 1s. A negative d makes New refuse it, and every call returns
+// an error matching ErrInvalid.
+func WithCloseWait(d time.Duration) Option { return func(s *settings) { s.closeWait = d } }
 
 // WithCodec sets how state is encoded. c must be a Codec[T] for the
 // Manager's T. Default: JSON.

@@ -25,12 +25,14 @@ import (
 // give callers a documented way to tell those errors apart: four names;
 // Client.Interrupt lets an owner such as lock's Close end the calls stuck
 // on a server, a dial in progress included, without closing the Client.
+// manager.WithCloseWait is the option of Close's documented wait for
+// write-backs on their way.
 var ceilings = map[string]int{
 	"resp":       50,
 	"conn":       50,
 	"subscriber": 17,
 	"lock":       38,
-	"manager":    19,
+	"manager":    20,
 	"observe":    48,
 }
 
