@@ -83,9 +83,9 @@ func TestCloseIsBoundedWhileACallRedials(t *testing.T) {
 			}()
 			time.Sleep(300 * time.Millisecond) // the Lock waits on its redial's AUTH
 			start := time.Now()
-			require.NoError(t, l.Close())
+			err = l.Close() // the release of "held" cannot reach the frozen server either
 			took := time.Since(start)
-			t.Logf("Close took %v", took.Round(time.Millisecond))
+			t.Logf("Close took %v: %v", took.Round(time.Millisecond), err)
 			require.Less(t, took, 2*releaseTimeout+500*time.Millisecond)
 			lerr := <-locked
 			t.Logf("Lock: %v", lerr)
