@@ -24,9 +24,14 @@ type Client struct {
 	opts   options
 
 	mu       sync.Mutex
-	conn     *Conn         // guarded by mu: the current connection, or nil
-	dialing  *dialAttempt  // guarded by mu: the dial in progress, or nil
-	failures int           // guarded by mu: dials failed in a row
+	conn     *Conn        // guarded by mu: the current connection, or nil
+	dialing  *dialAttempt // guarded by mu: the dial in progress, or nil
+	failures int          // guarded by mu: dials failed in a row
+	// nextDial is when the next dial may start, set at each failure
+	// (see failedLocked): every dialler waits for the same moment, so
+	// that callers whose contexts end before it do not each start the
+	// wait over. Guarded by mu.
+	nextDial time.Time
 	closed   bool          // guarded by mu
 	closing  chan struct{} // closed by Close, to end a wait for a failover
 	// abortDial ends the dial in progress, for Close and Interrupt.
@@ -168,7 +173,7 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 		if broken != nil {
 			c.countBreakLocked(broken)
 		}
-		delay := c.backoff()
+		delay := time.Until(c.nextDial)
 		c.mu.Unlock()
 
 		if broken != nil {
@@ -207,7 +212,7 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 				c.promoted, c.superseded = namedPrimary{}, namedPrimary{} // the sentinels name it now
 			}
 			if cn.spoke() {
-				c.failures = 0 // its handshake was answered
+				c.succeededLocked() // its handshake was answered
 			}
 			c.newest = max(c.newest, primary.epoch)
 			c.watchLocked()
@@ -216,7 +221,7 @@ func (c *Client) Conn(ctx context.Context) (*Conn, error) {
 			c.mu.Unlock()
 			continue
 		case ctx.Err() == nil && !errors.Is(err, ErrClosed) && !errors.Is(err, errDialInterrupted):
-			c.failures++ // an owner's Interrupt says nothing of the server
+			c.failedLocked() // an owner's Interrupt says nothing of the server
 		}
 		c.mu.Unlock()
 		if err != nil {
@@ -293,9 +298,9 @@ func (c *Client) Interrupt() {
 // redial thousands of times a second. The caller holds mu.
 func (c *Client) countBreakLocked(broken *Conn) {
 	if broken.spoke() {
-		c.failures = 0
+		c.succeededLocked()
 	} else {
-		c.failures++
+		c.failedLocked()
 	}
 }
 
@@ -326,6 +331,19 @@ func (c *Client) dial(ctx context.Context, delay time.Duration) (*Conn, namedPri
 	}
 	cn, err := dialTarget(ctx, c.addr, c.target, c.opts)
 	return cn, namedPrimary{}, err
+}
+
+// failedLocked counts a failed dial, and puts the next one off by the
+// backoff. The caller holds mu.
+func (c *Client) failedLocked() {
+	c.failures++
+	c.nextDial = time.Now().Add(c.backoff())
+}
+
+// succeededLocked ends a run of failures: the next dial is immediate.
+// The caller holds mu.
+func (c *Client) succeededLocked() {
+	c.failures, c.nextDial = 0, time.Time{}
 }
 
 // backoff is the wait before the next dial: none after a connection on

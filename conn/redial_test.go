@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/faultproxy"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/resp"
 )
@@ -162,4 +163,38 @@ func TestNoCallWaitsForAReplyWithoutABound(t *testing.T) {
 	require.ErrorAs(t, err, new(*conn.UncertainError))
 	require.ErrorIs(t, err, os.ErrDeadlineExceeded)
 	require.Less(t, took, 10*time.Second)
+}
+
+// TestCallersThatGiveUpDoNotPutTheRedialOff: after a run of failed dials
+// the next dial waits its backoff, and every caller that needs a
+// connection meanwhile waits for the same moment. Callers whose contexts
+// are shorter than the backoff must not each start the wait over, or a
+// service whose calls all have short deadlines would never dial again
+// once the server is back.
+func TestCallersThatGiveUpDoNotPutTheRedialOff(t *testing.T) {
+	srv := redistest.Start(t)
+	proxy, err := faultproxy.Start(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = proxy.Close() })
+	const backoff = 400 * time.Millisecond
+	c, err := conn.NewClient(proxy.Addr(), conn.WithRedialBackoff(backoff, backoff))
+	require.NoError(t, err)
+	defer c.Close()
+	proxy.Refuse(true)
+	for range 3 {
+		_, err := c.Do(context.Background(), "PING")
+		require.Error(t, err)
+	}
+	proxy.Refuse(false)
+	back := time.Now()
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), backoff/4)
+		_, err := c.Do(ctx, "PING")
+		cancel()
+		if err == nil {
+			break
+		}
+		require.Less(t, time.Since(back), 5*backoff, "no call got through: %v", err)
+	}
+	t.Logf("a call got through %v after the server came back", time.Since(back).Round(time.Millisecond))
 }
