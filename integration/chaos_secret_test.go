@@ -2,12 +2,12 @@ package integration_test
 
 import (
 	"fmt"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
 
+	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/observe"
 )
 
@@ -28,10 +28,9 @@ func newSecretForms(secrets ...string) secretForms {
 		if s == "" {
 			continue
 		}
-		add(s)
-		add(url.QueryEscape(s))
-		add(url.PathEscape(s))
-		add(strings.TrimPrefix(url.UserPassword("", s).String(), ":"))
+		for _, f := range redistest.SecretForms(s) {
+			add(f)
+		}
 		if core, ok := strings.CutPrefix(s, "chaos/"); ok {
 			add(core[:min(len(core), 12)])
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -68,7 +67,7 @@ func (r *textRecorder) requireNone(t *testing.T, secret string, atLeast int) {
 	defer r.mu.Unlock()
 	errorish := 0
 	for _, text := range r.texts {
-		for _, form := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret)} {
+		for _, form := range redistest.SecretForms(secret) {
 			require.NotContains(t, text, form)
 		}
 		if strings.Contains(text, "conn:") || strings.Contains(text, "error") {

@@ -22,13 +22,6 @@ import (
 	"github.com/batonlock/baton/lock"
 )
 
-// secretForms are the ways a password may be printed: as it is, and
-// percent-encoded as a URL's query or user information holds it.
-func secretForms(secret string) []string {
-	userinfo := strings.TrimPrefix(url.UserPassword("", secret).String(), ":")
-	return []string{secret, url.QueryEscape(secret), url.PathEscape(secret), userinfo}
-}
-
 // attrText is kvs as text, key=value each.
 func attrText(kvs []attribute.KeyValue) string {
 	var b strings.Builder
@@ -246,7 +239,7 @@ func requireNoSecretTraced(t *testing.T, addr, secret string, opts []lock.Option
 	spans := readOnly(tm.spans.Started())
 	texts := append(spanTexts(spans), metricTexts(rm)...)
 	for _, text := range texts {
-		for _, form := range secretForms(secret) {
+		for _, form := range redistest.SecretForms(secret) {
 			require.NotContains(t, text, form)
 		}
 	}

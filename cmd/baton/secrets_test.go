@@ -33,8 +33,7 @@ func withPassword(host string) string {
 // percent-encoded, as a URL's query or user information holds it.
 func requireNoSecretIn(t *testing.T, secret, out string, msgAndArgs ...any) {
 	t.Helper()
-	userinfo := strings.TrimPrefix(url.UserPassword("", secret).String(), ":")
-	for _, form := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret), userinfo} {
+	for _, form := range redistest.SecretForms(secret) {
 		require.NotContains(t, out, form, msgAndArgs...)
 	}
 }

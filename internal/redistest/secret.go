@@ -3,17 +3,32 @@ package redistest
 import (
 	"net"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 )
 
+// SecretForms are the ways a password may be printed: as it is, and
+// percent-encoded as a URL's query, path or user information holds it,
+// each once.
+func SecretForms(secret string) []string {
+	userinfo := strings.TrimPrefix(url.UserPassword("", secret).String(), ":")
+	var forms []string
+	for _, f := range []string{secret, url.QueryEscape(secret), url.PathEscape(secret), userinfo} {
+		if !slices.Contains(forms, f) {
+			forms = append(forms, f)
+		}
+	}
+	return forms
+}
+
 // RequireNoSecret fails t if err, or any error it wraps (through Unwrap,
-// and the Unwrap []error of errors.Join), says secret, as written or
-// percent-encoded: a caller who unwraps an error and prints a part of it
-// must not find a password either.
+// and the Unwrap []error of errors.Join), says secret, in any of its
+// SecretForms: a caller who unwraps an error and prints a part of it must
+// not find a password either.
 func RequireNoSecret(t testing.TB, err error, secret string) {
 	t.Helper()
-	forms := []string{secret, url.QueryEscape(secret), url.PathEscape(secret)}
+	forms := SecretForms(secret)
 	for _, e := range errorChain(err) {
 		for _, form := range forms {
 			if strings.Contains(e.Error(), form) {
