@@ -447,11 +447,15 @@ func (v chaosVerdict) explain(f chaosFinding, recs []chaosRecord) string {
 
 // around describes the records of f's key (or its Locker generation)
 // that overlap [from, to], with the faults, the findings, and the Closes
-// and Opens that concern it, and the records f is about wherever they lie.
+// and Opens that concern it, and the records f is about, and the key's
+// releases that failed in the background, wherever they lie.
 func (v chaosVerdict) around(f chaosFinding, recs []chaosRecord, from, to int64) []string {
 	var lines []string
 	for _, r := range recs {
-		about := slices.Contains(f.ids, r.ID) || (r.Lease != "" && slices.Contains(f.ids, r.Lease))
+		about := slices.Contains(f.ids, r.ID) || (r.Lease != "" && slices.Contains(f.ids, r.Lease)) ||
+			// A release that failed in the background explains a lock
+			// kept or left held, however long before.
+			(r.Kind == recEvent && f.key != "" && r.Key == f.key)
 		if end := max(r.Ret, r.Call, r.LastOpen); (end < from || r.Call > to) && !about {
 			continue
 		}
