@@ -300,9 +300,12 @@ func leaseEnd(start time.Time, ttl time.Duration) time.Time {
 
 // Extend resets the lock's TTL to ttl if this lease still owns it. It
 // returns ErrNotHeld, and the lease ends, if the lock expired or another
-// owner has it. An extension whose reply comes after the lease ran out by
-// this process's clock also returns ErrNotHeld: the release sent when it
-// ran out follows the extension on the same connection and undoes it.
+// owner has it. An extension whose reply comes after Done's timer ended
+// the lease (it ran out by this process's clock) also returns ErrNotHeld:
+// the release sent when it ran out follows the extension on the same
+// connection and undoes it. Where nobody asked for Done, nothing ends the
+// lease at its deadline, and an extension that finds the lock still the
+// lease's (the local deadline errs early) moves the deadline on.
 //
 // ttl may be shorter than the time the lease has left: the lease's
 // deadline, and Done, move earlier with it. Extensions of one lease from
