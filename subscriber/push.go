@@ -21,6 +21,10 @@ const keyspaceChannels = "__keyspace@"
 // which must not block, so it never blocks; it reads only the fields that
 // New sets before the first dial, and the ones that s.mu guards.
 func (s *Subscriber) onPush(v resp.Value) {
+	if len(v.Elems) == 2 && v.Elems[0].Str == "invalidate" {
+		s.onInvalidate(v.Elems[1])
+		return
+	}
 	if len(v.Elems) != 3 {
 		return
 	}

@@ -93,9 +93,20 @@ type Subscriber struct {
 	// directed to one waiter by ID (Topic.Directed) rather than woken in
 	// arrival order. An entry lives while the channel has waiters or a
 	// subscription. Guarded by mu.
-	shard  map[string]shardKind
-	nextID uint64 // guarded by mu
-	closed bool   // guarded by mu
+	shard map[string]shardKind
+	// holds are the Holdings per key, in the order they were made, and
+	// due the held keys the supervisor must read (see checkHolds), with
+	// how a key found gone was lost. Guarded by mu.
+	holds map[string][]*Holding
+	due   map[string]Loss
+	// trackingErr is why the server refused CLIENT TRACKING on the
+	// current connection, or nil. Guarded by mu.
+	trackingErr error
+	// tracking says that the current connection has CLIENT TRACKING on.
+	// Owned by the supervisor.
+	tracking bool
+	nextID   uint64 // guarded by mu
+	closed   bool   // guarded by mu
 }
 
 // New dials addr (see conn.Dial for its forms), makes sure keyspace events
@@ -127,6 +138,8 @@ func New(ctx context.Context, addr string, opts ...Option) (*Subscriber, error) 
 		dirty:           map[string]struct{}{},
 		idleSince:       map[string]time.Time{},
 		shard:           map[string]shardKind{},
+		holds:           map[string][]*Holding{},
+		due:             map[string]Loss{},
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.obs, s.ownsObs = observing.Owned(o.observer)
@@ -212,6 +225,9 @@ func (s *Subscriber) supervise(cn *conn.Conn) {
 	lingers := time.NewTimer(time.Hour)
 	lingers.Stop()
 	defer lingers.Stop()
+	retry := time.NewTimer(time.Hour) // reads of held keys the server put off
+	retry.Stop()
+	defer retry.Stop()
 	var lingered <-chan time.Time // nil while nothing lingers
 	for {
 		select {
@@ -219,6 +235,13 @@ func (s *Subscriber) supervise(cn *conn.Conn) {
 			return
 		case <-s.kick:
 			s.syncDirty(cn)
+			if s.checkHolds(cn) {
+				retry.Reset(holdRetry)
+			}
+		case <-retry.C:
+			s.mu.Lock()
+			s.kickLocked()
+			s.mu.Unlock()
 		case <-lingered:
 			s.endLingers()
 			s.syncDirty(cn)
@@ -474,6 +497,12 @@ func (s *Subscriber) reconnect() *conn.Conn {
 			}
 		}
 		s.wakeAllLocked()
+		// Changes to held keys went unheard meanwhile, and the new
+		// connection tracks nothing yet.
+		s.tracking, s.trackingErr = false, nil
+		for key := range s.holds {
+			s.dueLocked(key, Vanished)
+		}
 		s.mu.Unlock()
 		return cn
 	}

@@ -1,0 +1,248 @@
+package subscriber
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/resp"
+)
+
+// Loss says how the server lost a key that a [Holding] watched.
+type Loss uint8
+
+const (
+	// Removed: the key is gone: DEL, UNLINK, RENAME away, an expiry set
+	// in the past, or the server expired or evicted it. The server's
+	// invalidation names the key, not the command, so these are one.
+	Removed Loss = iota + 1
+	// Overwritten: the key holds another value, or a value of another
+	// type.
+	Overwritten
+	// Flushed: the key's database was flushed (FLUSHDB, FLUSHALL), and
+	// the key is gone.
+	Flushed
+	// Vanished: the key was found gone on a new connection, after the
+	// old one broke: a failover to a replica that lacked it, or a server
+	// restarted without persistence.
+	Vanished
+	// Moved: the node no longer serves the key's slot (Redis Cluster),
+	// so it cannot tell: the key may be held on the slot's new node,
+	// where the caller must look, and watch it anew.
+	Moved
+)
+
+// Holding watches a key whose value this process set, for the moment
+// the server loses it. Made by [Subscriber.Hold]; Close it when done.
+type Holding struct {
+	s      *Subscriber
+	key    string
+	value  string
+	onLoss func(Loss)
+	ended  bool // guarded by s.mu: its loss was reported, or it was closed
+}
+
+// Hold watches key, to which this process set value, and calls onLoss,
+// once, when the server shows the key gone or holding another value. It
+// returns at once; the Subscriber reads the key on its own connection
+// right away, so that a loss before Hold is reported too.
+//
+// The Subscriber asks the server for client-side caching invalidations
+// (CLIENT TRACKING ON, Redis 6 and later, no CONFIG needed): the server
+// tells it of every change of a key it read, and it reads the key again,
+// which both tells a change of the value from one that kept it (an
+// extension of the key's TTL, say) and asks for the next invalidation.
+// A FLUSHDB or FLUSHALL invalidates every key, and a new connection
+// reads every held key, since changes made while it was away went
+// unheard. A SWAPDB is not reported by the server. Where the server
+// refuses tracking, nothing is reported.
+//
+// onLoss runs on the Subscriber's own goroutine, without its locks
+// held; it must not block, nor call Subscriber.Close. Close on a
+// Holding, from anywhere, is safe.
+func (s *Subscriber) Hold(key, value string, onLoss func(Loss)) (*Holding, error) {
+	if key == "" || onLoss == nil {
+		return nil, errors.New("subscriber: Hold needs a key and onLoss")
+	}
+	h := &Holding{s: s, key: key, value: value, onLoss: onLoss}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errClosed
+	}
+	s.holds[key] = append(s.holds[key], h)
+	s.dueLocked(key, Removed)
+	return h, nil
+}
+
+// Close stops watching. Nothing is sent: the server's next invalidation
+// of the key, if it comes, is dropped.
+func (h *Holding) Close() {
+	s := h.s
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h.endLocked()
+}
+
+// endLocked takes h out of its key's holdings, once, and reports whether
+// it was still in.
+func (h *Holding) endLocked() bool {
+	if h.ended {
+		return false
+	}
+	h.ended = true
+	s := h.s
+	holds := s.holds[h.key]
+	for i, o := range holds {
+		if o == h {
+			holds = append(holds[:i], holds[i+1:]...)
+			break
+		}
+	}
+	if len(holds) == 0 {
+		delete(s.holds, h.key)
+		delete(s.due, h.key)
+	} else {
+		s.holds[h.key] = holds
+	}
+	return true
+}
+
+// dueLocked marks key's holdings for a read, which, should it find the
+// key gone, reports it lost as missing says. A key marked twice keeps the
+// most telling reason: Vanished over Flushed over Removed.
+func (s *Subscriber) dueLocked(key string, missing Loss) {
+	if len(s.holds[key]) == 0 {
+		return
+	}
+	if s.due[key] < missing {
+		s.due[key] = missing
+	}
+	s.kickLocked()
+}
+
+// onInvalidate handles an invalidation push: the keys named, or with a
+// null, every key (a flush).
+func (s *Subscriber) onInvalidate(keys resp.Value) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if keys.IsNull() {
+		for key := range s.holds {
+			s.dueLocked(key, Flushed)
+		}
+		return
+	}
+	for _, k := range keys.Elems {
+		s.dueLocked(k.Str, Removed)
+	}
+}
+
+// holdRetry is how long the supervisor waits before it reads again the
+// keys whose read the server refused for a while (LOADING, BUSY).
+const holdRetry = 100 * time.Millisecond
+
+// checkHolds reads every key due a read, on cn, turning tracking on first
+// where cn has not, and reports the holdings it finds lost. It returns
+// when a read must be tried again later (see holdRetry).
+func (s *Subscriber) checkHolds(cn *conn.Conn) (retry bool) {
+	s.mu.Lock()
+	if len(s.due) == 0 || s.trackingErr != nil {
+		clear(s.due)
+		s.mu.Unlock()
+		return false
+	}
+	type check struct {
+		key     string
+		missing Loss
+		holds   []*Holding
+	}
+	checks := make([]check, 0, len(s.due))
+	cmds := make([][]string, 0, len(s.due)+1)
+	if !s.tracking {
+		cmds = append(cmds, []string{"CLIENT", "TRACKING", "ON"})
+	}
+	for key, missing := range s.due {
+		checks = append(checks, check{key, missing, append([]*Holding(nil), s.holds[key]...)})
+		cmds = append(cmds, []string{"GET", key})
+	}
+	clear(s.due)
+	s.mu.Unlock()
+
+	var replies []resp.Value
+	err := s.within(s.ctx, cn, func(ctx context.Context) (err error) {
+		replies, err = cn.DoMulti(ctx, cmds...)
+		return err
+	})
+	if err != nil {
+		// The connection broke, or the Subscriber is closing: a new
+		// connection reads every held key anyway.
+		return false
+	}
+	if !s.tracking {
+		if terr := replies[0].Err(); terr != nil {
+			s.trackingRefused(terr)
+			return false
+		}
+		s.tracking = true
+		replies = replies[1:]
+	}
+	var lost []func()
+	s.mu.Lock()
+	for i, c := range checks {
+		r := replies[i]
+		// An invalidation that came while the read was on its way came
+		// before its reply, and may say more of how the key went: a
+		// flush, say, that the read found done.
+		loss, again := lossIn(r, max(c.missing, s.due[c.key]))
+		if again {
+			retry = true
+			s.dueLocked(c.key, c.missing)
+			continue
+		}
+		for _, h := range c.holds {
+			if (loss != 0 || r.Str != h.value) && h.endLocked() {
+				how := loss
+				if how == 0 {
+					how = Overwritten
+				}
+				lost = append(lost, func() { h.onLoss(how) })
+			}
+		}
+	}
+	s.mu.Unlock()
+	for _, report := range lost {
+		report()
+	}
+	return retry
+}
+
+// lossIn reads the reply to a held key's GET: how the key was lost, or 0
+// when it holds a string (to compare with each holding's value); again
+// when the server could not answer for now.
+func lossIn(r resp.Value, missing Loss) (loss Loss, again bool) {
+	err := r.Err()
+	switch {
+	case r.IsNull():
+		return missing, false
+	case err == nil && (r.Type == resp.Bulk || r.Type == resp.SimpleString || r.Type == resp.Verbatim):
+		return 0, false
+	case errors.Is(err, resp.Moved), errors.Is(err, resp.Ask):
+		return Moved, false
+	case errors.Is(err, resp.WrongType), err == nil:
+		return Overwritten, false
+	}
+	return 0, true // LOADING, BUSY, TRYAGAIN, ...: not an answer
+}
+
+// trackingRefused records that the server refused client-side caching
+// (before Redis 6, or an ACL that forbids CLIENT): the holdings are kept,
+// unreported, and tracking is not asked for again until a new
+// connection.
+func (s *Subscriber) trackingRefused(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.trackingErr = fmt.Errorf("subscriber: client tracking refused: %w", err)
+	clear(s.due)
+}

@@ -1,0 +1,130 @@
+package subscriber_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/subscriber"
+)
+
+// hold watches key, set to value, and returns the channel its loss comes
+// on. It waits until the Subscriber has read the key, so that what the
+// test does next is a change the server reports.
+func hold(t *testing.T, s *subscriber.Subscriber, srv *redistest.Server, key, value string) <-chan subscriber.Loss {
+	t.Helper()
+	lost := make(chan subscriber.Loss, 1)
+	h, err := s.Hold(key, value, func(l subscriber.Loss) { lost <- l })
+	require.NoError(t, err)
+	t.Cleanup(h.Close)
+	redistest.Eventually(t, func() bool { return tracked(t, srv) }, 2*time.Second, time.Millisecond, "never tracked")
+	return lost
+}
+
+// tracked says whether the server's tracking table holds a key: the
+// tests' servers have no other tracking client.
+func tracked(t *testing.T, srv *redistest.Server) bool {
+	return !strings.Contains(srv.Do(t, "INFO", "stats").Str, "tracking_total_keys:0\r\n")
+}
+
+func requireLoss(t *testing.T, lost <-chan subscriber.Loss, want subscriber.Loss) {
+	t.Helper()
+	select {
+	case got := <-lost:
+		require.Equal(t, want, got)
+	case <-time.After(2 * time.Second):
+		t.Fatalf("no loss reported; want %v", want)
+	}
+}
+
+func requireNoLoss(t *testing.T, lost <-chan subscriber.Loss, within time.Duration) {
+	t.Helper()
+	select {
+	case got := <-lost:
+		t.Fatalf("loss %v reported for a key that kept its value", got)
+	case <-time.After(within):
+	}
+}
+
+func TestAHeldKeyLostOnTheServerIsReported(t *testing.T) {
+	srv := redistest.Start(t, redistest.WithConfig("maxmemory-policy allkeys-lru"))
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	for _, tt := range []struct {
+		name string
+		lose []string
+		want subscriber.Loss
+	}{
+		{"DEL", []string{"DEL", "k"}, subscriber.Removed},
+		{"UNLINK", []string{"UNLINK", "k"}, subscriber.Removed},
+		{"SET", []string{"SET", "k", "other"}, subscriber.Overwritten},
+		{"RENAME", []string{"RENAME", "k", "elsewhere"}, subscriber.Removed},
+		{"PEXPIRE", []string{"PEXPIRE", "k", "-1"}, subscriber.Removed},
+		{"FLUSHDB", []string{"FLUSHDB"}, subscriber.Flushed},
+		{"FLUSHALL", []string{"FLUSHALL", "ASYNC"}, subscriber.Flushed},
+		{"LPUSH", []string{"EVAL", "redis.call('DEL', KEYS[1]); return redis.call('LPUSH', KEYS[1], 'x')", "1", "k"}, subscriber.Overwritten},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv.Do(t, "SET", "k", "mine", "PX", "60000")
+			lost := hold(t, s, srv, "k", "mine")
+			srv.Do(t, tt.lose...)
+			requireLoss(t, lost, tt.want)
+			srv.Do(t, "DEL", "k", "elsewhere")
+		})
+	}
+}
+
+func TestAKeyThatKeepsItsValueIsNotReported(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	srv.Do(t, "SET", "k", "mine", "PX", "60000")
+	lost := hold(t, s, srv, "k", "mine")
+	for range 20 {
+		srv.Do(t, "PEXPIRE", "k", "60000")
+		srv.Do(t, "SET", "k", "mine", "XX", "PX", "60000")
+	}
+	other, err := conn.Dial(context.Background(), srv.Addr, conn.WithDB(1))
+	require.NoError(t, err)
+	defer other.Close()
+	_, err = other.Do(context.Background(), "FLUSHDB") // another database's flush invalidates every key
+	require.NoError(t, err)
+	requireNoLoss(t, lost, 100*time.Millisecond)
+	srv.Do(t, "DEL", "k")
+	requireLoss(t, lost, subscriber.Removed) // and it still listens
+}
+
+func TestAKeyLostBeforeHoldIsReported(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	lost := make(chan subscriber.Loss, 1)
+	h, err := s.Hold("k", "mine", func(l subscriber.Loss) { lost <- l })
+	require.NoError(t, err)
+	defer h.Close()
+	requireLoss(t, lost, subscriber.Removed)
+}
+
+func TestAKeyGoneAfterARestartIsReported(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	srv.Do(t, "SET", "k", "mine", "PX", "60000")
+	lost := hold(t, s, srv, "k", "mine")
+	srv.Restart(t)
+	requireLoss(t, lost, subscriber.Vanished)
+}
+
+func TestAClosedHoldingIsNotReported(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	srv.Do(t, "SET", "k", "mine", "PX", "60000")
+	lost := make(chan subscriber.Loss, 1)
+	h, err := s.Hold("k", "mine", func(l subscriber.Loss) { lost <- l })
+	require.NoError(t, err)
+	redistest.Eventually(t, func() bool { return tracked(t, srv) }, 2*time.Second, time.Millisecond, "never tracked")
+	h.Close()
+	srv.Do(t, "DEL", "k")
+	requireNoLoss(t, lost, 100*time.Millisecond)
+}
