@@ -216,10 +216,25 @@ const (
 	ExtensionFailed
 	// Closed: the Locker's Close released it before its deadline.
 	Closed
+	// Removed: the server told that the lock's key was removed: DEL,
+	// UNLINK, RENAME, an expiry set in the past, or expired or evicted by
+	// the server (its notice does not say which). Told only of a lease
+	// whose Done was asked for, as are Overwritten, Flushed and Vanished.
+	Removed
+	// Overwritten: the server told that another client wrote the lock's
+	// key.
+	Overwritten
+	// Flushed: the server told that the lock's database was flushed.
+	Flushed
+	// Vanished: the lock was gone when the process reached the server
+	// again after its connection broke (a failover, a restart without
+	// persistence).
+	Vanished
 )
 
 var reasonNames = [...]string{Released: "released", Expired: "expired", Lost: "lost",
-	ExtensionFailed: "extension failed", Closed: "closed"}
+	ExtensionFailed: "extension failed", Closed: "closed", Removed: "removed",
+	Overwritten: "overwritten", Flushed: "flushed", Vanished: "vanished"}
 
 func (r Reason) String() string { return name(reasonNames[:], int(r)) }
 

@@ -6,9 +6,8 @@ import (
 )
 
 // Log is an Observer that logs, to logger, what happens where no caller
-// sees an error: a lease lost while held (Reason Lost, Expired or
-// ExtensionFailed, among them one that ran out before its holder
-// unlocked it), a watchdog's failed extension, a release in the
+// sees an error: a lease lost while held (any Reason but Released and
+// Closed, among them one that ran out before its holder unlocked it), a watchdog's failed extension, a release in the
 // background that failed, a subscribe connection lost, reconnected or
 // failing its health check, a release that passed over dead waiters, and
 // events dropped from a full queue. Every

@@ -54,6 +54,14 @@ func reasonValue(r observe.Reason) string {
 		return "extension_failed"
 	case observe.Closed:
 		return "closed"
+	case observe.Removed:
+		return "removed"
+	case observe.Overwritten:
+		return "overwritten"
+	case observe.Flushed:
+		return "flushed"
+	case observe.Vanished:
+		return "vanished"
 	}
 	return "unknown"
 }

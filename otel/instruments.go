@@ -58,7 +58,7 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 		leasesEnded: mk.counter("baton.lock.leases.ended", "{lease}",
 			"Leases that ended, by the reason they ended."),
 		leasesLost: mk.counter("baton.lock.leases.lost", "{lease}",
-			"Leases that ended while their holder held them: lost, expired, or run out with failing extensions."),
+			"Leases that ended while their holder held them: lost (on the server or found gone), expired, or run out with failing extensions."),
 		uncertain: mk.counter("baton.lock.uncertain", "{operation}",
 			"Writes whose outcome is unknown: they may or may not have run on the server."),
 		extendFailures: mk.counter("baton.lock.extend.failures", "{extension}",

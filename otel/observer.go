@@ -95,7 +95,8 @@ func (o *Observer) leaseEnded(e observe.Event) {
 	o.in.holdDuration.Record(ctx, e.Duration.Seconds(), ended.record...)
 	o.in.leasesEnded.Add(ctx, 1, ended.add...)
 	switch e.Reason {
-	case observe.Lost, observe.Expired, observe.ExtensionFailed:
+	case observe.Lost, observe.Expired, observe.ExtensionFailed,
+		observe.Removed, observe.Overwritten, observe.Flushed, observe.Vanished:
 		o.in.leasesLost.Add(ctx, 1, ended.add...)
 	}
 }
