@@ -39,6 +39,9 @@ type backend interface {
 	// subscriber is the Subscriber that hears key's releases, hand-offs
 	// and requests.
 	subscriber(ctx context.Context, key string) (*subscriber.Subscriber, error)
+	// subscriberMade is the Subscriber that hears key's releases, if it
+	// is made already. It never dials.
+	subscriberMade(key string) (*subscriber.Subscriber, bool)
 	// stale reports whether s no longer hears key's releases: key's slot
 	// has moved to another node since s was given out for it, as far as
 	// this process has learnt. It never dials.
@@ -71,6 +74,8 @@ func (s single) contended(lockName string) bool {
 func (s single) subscriber(context.Context, string) (*subscriber.Subscriber, error) {
 	return s.sub, nil
 }
+
+func (s single) subscriberMade(string) (*subscriber.Subscriber, bool) { return s.sub, true }
 
 func (single) stale(*subscriber.Subscriber, string) bool { return false }
 

@@ -106,6 +106,17 @@ func (b *clustered) subscriber(ctx context.Context, key string) (*subscriber.Sub
 	return s, nil
 }
 
+func (b *clustered) subscriberMade(key string) (*subscriber.Subscriber, bool) {
+	addr, ok := b.client.Owner(key)
+	if !ok {
+		return nil, false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	s, ok := b.subs[addr]
+	return s, ok
+}
+
 func (b *clustered) stale(s *subscriber.Subscriber, key string) bool {
 	owner, ok := b.client.Owner(key)
 	b.mu.Lock()

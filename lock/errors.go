@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/batonlock/baton/observe"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -48,3 +49,58 @@ var errLockerClosed = fmt.Errorf("lock: the Locker is %w", ErrClosed)
 // errBadReply is a script reply that no script of this package gives:
 // the server is not running our script, or not as written.
 var errBadReply = fmt.Errorf("lock: unexpected script reply: %w", resp.ErrProtocol)
+
+// Why a lease ended, as Lease.Err and the context.Cause of
+// Lease.Context report it. Each is a value to test with errors.Is; the
+// ways a lock is lost on the server each match ErrLost too.
+var (
+	// ErrReleased: this process released the lease: Unlock, or a
+	// write-back that released the lock or handed it on.
+	ErrReleased = errors.New("lock: lease released")
+	// ErrExpired: the lease's TTL ran out, by this process's clock,
+	// without an extension in time (observers are told whether its
+	// watchdog's extensions had failed: observe.ExtensionFailed).
+	ErrExpired = errors.New("lock: lease ran out")
+	// ErrLost: the server lost the lock while the lease held it. Where
+	// only an extension or a write-back found the lock gone, the server
+	// did not say how, and the cause is ErrLost itself.
+	ErrLost = errors.New("lock: lost on the server")
+	// ErrRemoved: the lock's key was removed on the server: DEL, UNLINK,
+	// RENAME, an expiry set in the past, or the server expired or evicted
+	// it (its notice names the key, not the cause). It matches ErrLost.
+	ErrRemoved = &endCause{"lock: lost on the server: its key was removed", ErrLost}
+	// ErrOverwritten: another client wrote the lock's key. It matches
+	// ErrLost.
+	ErrOverwritten = &endCause{"lock: lost on the server: its key was overwritten", ErrLost}
+	// ErrFlushed: the lock's database was flushed (FLUSHDB, FLUSHALL). It
+	// matches ErrLost.
+	ErrFlushed = &endCause{"lock: lost on the server: its database was flushed", ErrLost}
+	// ErrVanished: the lock was gone when this process reached the server
+	// again after its connection broke: a failover to a replica that
+	// lacked it, or a server restarted without persistence. It matches
+	// ErrLost.
+	ErrVanished = &endCause{"lock: lost on the server: gone after a reconnect (failover or restart)", ErrLost}
+)
+
+// endCause is a cause that belongs to a wider one, which errors.Is
+// matches too.
+type endCause struct {
+	text  string
+	wider error
+}
+
+func (e *endCause) Error() string        { return e.text }
+func (e *endCause) Is(target error) bool { return target == e.wider }
+
+// causes is the cause of each reason observers are told of a lease's end.
+var causes = [...]error{
+	observe.Released:        ErrReleased,
+	observe.Expired:         ErrExpired,
+	observe.ExtensionFailed: ErrExpired,
+	observe.Lost:            ErrLost,
+	observe.Closed:          errLockerClosed,
+	observe.Removed:         ErrRemoved,
+	observe.Overwritten:     ErrOverwritten,
+	observe.Flushed:         ErrFlushed,
+	observe.Vanished:        ErrVanished,
+}

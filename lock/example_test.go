@@ -31,16 +31,14 @@ func Example() {
 	}
 	defer lease.Unlock(ctx)
 
-	// Stop once the lease has ended (released, lost, or run out), and hand
-	// the fencing token to the resource the lock protects: it refuses writes
-	// carrying a token lower than one it has seen, so a holder that lost the
-	// lock unawares cannot overwrite a later holder's work.
-	select {
-	case <-lease.Done():
-		log.Fatal("lease lost")
-	default:
-	}
-	if err := orders.Write(lease.Token(), "42", "shipped"); err != nil {
+	// Work under the lease's context: it ends the moment the lease does
+	// (released, lost on the server, or run out), and context.Cause says
+	// why. Hand the fencing token to the resource the lock protects: it
+	// refuses writes carrying a token lower than one it has seen, so a
+	// holder that lost the lock unawares cannot overwrite a later holder's
+	// work.
+	work := lease.Context(ctx)
+	if err := orders.Write(work, lease.Token(), "42", "shipped"); err != nil {
 		log.Fatal(err)
 	}
 
@@ -150,6 +148,48 @@ func ExampleLease_Done() {
 	// not held: true
 }
 
+// ExampleLease_Context stops work under the lock the moment the lock is
+// lost: here another client deletes it, as an operator might by mistake.
+// The server tells the lease's Subscriber at once, and the lease's
+// context ends with the reason as its cause.
+func ExampleLease_Context() {
+	ctx := context.Background()
+	l, err := lock.Open(ctx, redisAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+
+	lease, err := l.Lock(ctx, "reports:daily")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lease.Unlock(ctx)
+	work := lease.Context(ctx)
+
+	deleteKey(l.Key("reports:daily")) // someone else's mistake
+
+	<-work.Done() // work under the lock stops here, within milliseconds
+	cause := context.Cause(work)
+	fmt.Println(cause)
+	fmt.Println("lost:", errors.Is(cause, lock.ErrLost))
+	// Output:
+	// lock: lost on the server: its key was removed
+	// lost: true
+}
+
+// deleteKey deletes key from another connection, as another client would.
+func deleteKey(key string) {
+	c, err := conn.Dial(context.Background(), redisAddr)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := c.Do(context.Background(), "DEL", key); err != nil {
+		log.Fatal(err)
+	}
+}
+
 // orders stands for the resource a lock protects, in the examples: a store
 // that refuses writes carrying a fencing token lower than the highest it has
 // seen.
@@ -161,7 +201,10 @@ type orderStore struct {
 	byID  map[string]string
 }
 
-func (s *orderStore) Write(token uint64, id, status string) error {
+func (s *orderStore) Write(ctx context.Context, token uint64, id, status string) error {
+	if ctx.Err() != nil {
+		return fmt.Errorf("order %s: %w", id, context.Cause(ctx))
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if token < s.fence {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/batonlock/baton/conn"
 	"github.com/batonlock/baton/observe"
+	"github.com/batonlock/baton/subscriber"
 )
 
 // Lease is one holding of a lock, from acquire to release or loss.
@@ -38,6 +39,15 @@ type Lease struct {
 	// lease that runs out then ends for that reason (see
 	// runOutReasonLocked). Guarded by mu.
 	extendFailing bool
+	// holding watches the lock on its server, from the first Done on
+	// (see watchLossLocked); guarded by mu.
+	holding *subscriber.Holding
+	// contexts are the lease's live contexts (Context), cancelled when it
+	// ends; guarded by mu.
+	contexts []leaseContext
+	// cause is why the lease ended (see Err); nil while held. Guarded by
+	// mu.
+	cause error
 	// turn is held by the one extension of the lease in flight (Extend,
 	// the watchdog's, a commit that keeps the lock): a send takes it, a
 	// receive gives it back (see takeTurn). Guarded by mu until made, by
@@ -83,9 +93,13 @@ func (c *claim) newLease(token uint64, start time.Time, queuedAfter uint64) *Lea
 // than one it has seen. See the package doc for what this rests on.
 func (ls *Lease) Token() uint64 { return ls.token }
 
-// Done is closed when the lease ends: released, lost to an extension or a
-// write that found the lock gone, or run out (its TTL passed without an
-// extension, by this process's clock, which errs early). Running out is
+// Done is closed when the lease ends: released; lost, as the server told
+// (see "A lost lock" in the package doc: within milliseconds of another
+// client's DEL, SET, FLUSHDB and the like), or as an extension or a
+// write found the lock gone; or run out (its TTL passed without an
+// extension, by this process's clock, which errs early). Err says which.
+// The first call has the lease's lock watched on the server from then on.
+// Running out is
 // noticed by a timer of this process: a process starved of CPU may see
 // Done open a few milliseconds past the deadline, by which time another
 // owner may hold the lock. Guard writes that must not overlap with the
@@ -114,6 +128,7 @@ func (ls *Lease) Done() <-chan struct{} {
 		return ls.done
 	}
 	defer ls.mu.Unlock()
+	ls.watchLossLocked()
 	// Armed even once Close has begun: Close releases the lease only
 	// after the calls in progress have returned, which may take up to the
 	// release timeout, and Done must not stay open past the deadline
@@ -172,14 +187,20 @@ func (ls *Lease) runOutLocked() bool {
 }
 
 // endLocked moves the lease out of held, once, for why, and tells
-// everyone who watches it: observers are told why, or that it ran out
-// if its deadline has passed (see ended).
+// everyone who watches it: observers, Err and the lease's contexts are
+// told why, or that it ran out if its deadline has passed (see ended).
 func (ls *Lease) endLocked(to leaseState, why observe.Reason) bool {
 	if ls.state != held {
 		return false
 	}
 	ls.state = to
-	ls.ended(why)
+	now := time.Now()
+	if !now.Before(ls.deadline) {
+		why = ls.runOutReasonLocked()
+	}
+	ls.cause = causes[why]
+	ls.ended(why, now)
+	ls.endWatchersLocked()
 	if ls.done != nil {
 		close(ls.done)
 		if ls.expiry != nil && ls.expiry.Stop() {

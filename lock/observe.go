@@ -136,16 +136,16 @@ func (ls *Lease) granted() {
 // have told them. The moment compared with the deadline is the one the
 // end is taken at: an Unlock's beginning (an Unlock begun in time let go
 // in time, whatever its reply says), an Extend's or a Commit's reply.
-// The caller holds ls.mu.
-func (ls *Lease) ended(why observe.Reason) {
+// The caller holds ls.mu, and has made why the run-out reason where the
+// deadline had passed at now.
+func (ls *Lease) ended(why observe.Reason, now time.Time) {
 	c := &ls.c
 	if c.l.obs == nil {
 		return
 	}
-	now := time.Now()
 	held := now.Sub(ls.grantedAt)
 	if !now.Before(ls.deadline) {
-		why, held = ls.runOutReasonLocked(), max(ls.deadline.Sub(ls.grantedAt), 0)
+		held = max(ls.deadline.Sub(ls.grantedAt), 0)
 	}
 	c.l.obs.Observe(observe.Event{Kind: observe.LeaseEnded, Call: c.call, Key: c.key, Mode: c.l.mode, Token: ls.token, Reason: why, Duration: held})
 }

@@ -1,0 +1,280 @@
+package lock_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/batonlock/baton/internal/redistest"
+	"github.com/batonlock/baton/lock"
+)
+
+// lossRounds is how many losses each case of
+// TestALeaseLostOnTheServerEndsAtOnce times.
+const lossRounds = 100
+
+// lossBound is the p99 each case must keep, from the loss's command sent
+// to the lease's context ended, on loopback (the server reports the
+// loss as it happens).
+const lossBound = 5 * time.Millisecond
+
+// awaitTracked waits until the server tracks a key for a client: the
+// Subscriber has read the held lock's key. The tests' servers have no
+// other tracking client, and each test removes the keys it tracked.
+func awaitTracked(t *testing.T, srv *redistest.Server) {
+	t.Helper()
+	redistest.Eventually(t, func() bool {
+		return !strings.Contains(srv.Do(t, "INFO", "stats").Str, "tracking_total_keys:0\r\n")
+	}, 2*time.Second, 100*time.Microsecond, "the lock's key is never tracked")
+}
+
+// untrack empties the server's tracking table, as at the start, so that
+// awaitTracked tells the next lock's key. A FLUSHALL frees the table
+// whole; a read of a key already gone, as the Subscriber makes once a
+// lease ended, tracks the key all the same.
+func untrack(t *testing.T, srv *redistest.Server) {
+	t.Helper()
+	srv.Do(t, "FLUSHALL")
+	redistest.Eventually(t, func() bool {
+		return strings.Contains(srv.Do(t, "INFO", "stats").Str, "tracking_total_keys:0\r\n")
+	}, 2*time.Second, 100*time.Microsecond, "the tracking table stays full")
+}
+
+// awaitEnd waits for ctx, a lease's, to end, and returns how long that took
+// from start.
+func awaitEnd(t *testing.T, ctx context.Context, start time.Time) time.Duration {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+		return time.Since(start)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the lease's context did not end")
+		return 0
+	}
+}
+
+func TestALeaseLostOnTheServerEndsAtOnce(t *testing.T) {
+	bothModes(t, testALeaseLostOnTheServerEndsAtOnce)
+}
+
+func testALeaseLostOnTheServerEndsAtOnce(t *testing.T, mode string) {
+	srv := redistest.Start(t)
+	l := open(t, srv, modeOptions(mode, lock.WithTTL(time.Minute))...)
+	for _, tt := range []struct {
+		name  string
+		lose  func(lockKey string) []string
+		cause error
+	}{
+		{"DEL", func(k string) []string { return []string{"DEL", k} }, lock.ErrRemoved},
+		{"UNLINK", func(k string) []string { return []string{"UNLINK", k} }, lock.ErrRemoved},
+		{"SET", func(k string) []string { return []string{"SET", k, "another owner"} }, lock.ErrOverwritten},
+		{"RENAME", func(k string) []string { return []string{"RENAME", k, k + ":away"} }, lock.ErrRemoved},
+		{"PEXPIRE", func(k string) []string { return []string{"PEXPIRE", k, "-1"} }, lock.ErrRemoved},
+		{"FLUSHDB", func(string) []string { return []string{"FLUSHDB"} }, lock.ErrFlushed},
+		{"FLUSHALL", func(string) []string { return []string{"FLUSHALL"} }, lock.ErrFlushed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			took := make([]time.Duration, 0, lossRounds)
+			for i := range lossRounds {
+				key := fmt.Sprintf("%s-%d", tt.name, i)
+				lockKey := "baton:{" + key + "}"
+				ls := mustLock(t, l, key)
+				ctx := ls.Context(context.Background())
+				awaitTracked(t, srv)
+				start := time.Now()
+				srv.Do(t, tt.lose(lockKey)...)
+				took = append(took, awaitEnd(t, ctx, start))
+				require.ErrorIs(t, context.Cause(ctx), tt.cause)
+				require.ErrorIs(t, ls.Err(), tt.cause)
+				require.ErrorIs(t, ls.Err(), lock.ErrLost)
+				require.ErrorIs(t, ls.Unlock(context.Background()), lock.ErrNotHeld)
+				untrack(t, srv)
+			}
+			slices.Sort(took)
+			p99 := took[len(took)*99/100-1]
+			t.Logf("%s: Done closed p50 %v, p99 %v, max %v after the loss was sent (%d losses)",
+				tt.name, took[len(took)/2], p99, took[len(took)-1], len(took))
+			require.LessOrEqual(t, p99, lossBound)
+		})
+	}
+}
+
+func TestALeaseWhoseKeyIsEvictedEndsAtOnce(t *testing.T) { bothModes(t, testEvicted) }
+
+func testEvicted(t *testing.T, mode string) {
+	srv := redistest.Start(t)
+	l := open(t, srv, modeOptions(mode, lock.WithTTL(time.Minute), lock.WithEvictionAllowed())...)
+	ls := mustLock(t, l, "k")
+	ctx := ls.Context(context.Background())
+	awaitTracked(t, srv)
+	srv.Do(t, "CONFIG", "SET", "maxmemory-policy", "allkeys-random")
+	srv.Do(t, "CONFIG", "SET", "maxmemory", "4mb")
+	filler := strings.Repeat("x", 64<<10)
+	for i := 0; ctx.Err() == nil; i++ {
+		require.Less(t, i, 10_000, "the lock's key was never evicted")
+		srv.Do(t, "SET", fmt.Sprintf("filler-%d", i), filler)
+	}
+	require.ErrorIs(t, context.Cause(ctx), lock.ErrRemoved)
+	require.Zero(t, srv.Do(t, "EXISTS", "baton:{k}").Int, "Done closed for a lock still in Redis")
+	require.NotContains(t, srv.Do(t, "INFO", "stats").Str, "evicted_keys:0\r\n")
+}
+
+// A server restarted without persistence has lost every lock: the
+// Subscriber learns it once it has reached the server again, and the lease
+// ends then, for ErrVanished.
+func TestALeaseGoneAfterARestartEndsOnReconnect(t *testing.T) { bothModes(t, testRestart) }
+
+func testRestart(t *testing.T, mode string) {
+	srv := redistest.Start(t)
+	l := open(t, srv, modeOptions(mode, lock.WithTTL(time.Minute))...)
+	ls := mustLock(t, l, "k")
+	ctx := ls.Context(context.Background())
+	awaitTracked(t, srv)
+	srv.Restart(t)
+	restarted := time.Now()
+	took := awaitEnd(t, ctx, restarted)
+	t.Logf("Done closed %v after the server was back", took)
+	require.ErrorIs(t, context.Cause(ctx), lock.ErrVanished)
+}
+
+// The server does not report a SWAPDB: the lease ends at its deadline, as
+// without the watch.
+func TestASwappedDatabaseIsNoticedAtTheDeadline(t *testing.T) {
+	srv := redistest.Start(t)
+	l := open(t, srv, lock.WithTTL(400*time.Millisecond))
+	ls := mustLock(t, l, "k")
+	ctx := ls.Context(context.Background())
+	awaitTracked(t, srv)
+	srv.Do(t, "SWAPDB", "0", "1")
+	select {
+	case <-ctx.Done():
+		t.Fatal("a SWAPDB was reported; the docs say it is not")
+	case <-time.After(100 * time.Millisecond):
+	}
+	<-ctx.Done()
+	require.ErrorIs(t, context.Cause(ctx), lock.ErrExpired)
+}
+
+// requireHeldFor fails the test if ls's context ends within d.
+func requireHeldFor(t *testing.T, ctx context.Context, d time.Duration, what string) {
+	t.Helper()
+	select {
+	case <-ctx.Done():
+		t.Fatalf("%s ended a live lease: %v", what, context.Cause(ctx))
+	case <-time.After(d):
+	}
+}
+
+func TestNothingTheHolderDoesEndsItsLease(t *testing.T) { bothModes(t, testNoFalseAlarm) }
+
+func testNoFalseAlarm(t *testing.T, mode string) {
+	srv := redistest.Start(t)
+	t.Run("extensions", func(t *testing.T) {
+		l := open(t, srv, modeOptions(mode, lock.WithTTL(time.Minute))...)
+		ls := mustLock(t, l, "extended")
+		ctx := ls.Context(context.Background())
+		awaitTracked(t, srv)
+		for range 50 {
+			require.NoError(t, ls.Extend(context.Background(), time.Minute))
+		}
+		requireHeldFor(t, ctx, 50*time.Millisecond, "an extension")
+		mustUnlock(t, ls)
+		require.ErrorIs(t, context.Cause(ctx), lock.ErrReleased)
+	})
+	t.Run("watchdog", func(t *testing.T) {
+		l := open(t, srv, modeOptions(mode, lock.WithTTL(150*time.Millisecond), lock.WithAutoExtend())...)
+		ls := mustLock(t, l, "watched")
+		ctx := ls.Context(context.Background())
+		requireHeldFor(t, ctx, time.Second, "the watchdog")
+		mustUnlock(t, ls)
+	})
+	t.Run("write-backs", func(t *testing.T) {
+		l := open(t, srv, modeOptions(mode, lock.WithTTL(time.Minute))...)
+		ls, _, err := l.LockAndDo(context.Background(), "written", []string{"GET", l.Key("written") + ":state"})
+		require.NoError(t, err)
+		ctx := ls.Context(context.Background())
+		awaitTracked(t, srv)
+		for i := range 50 {
+			held, err := ls.Commit(context.Background(), lock.Write{Key: l.Key("written") + ":state", Value: fmt.Sprint(i), TTL: time.Minute})
+			require.NoError(t, err)
+			require.True(t, held)
+		}
+		requireHeldFor(t, ctx, 50*time.Millisecond, "a write-back")
+		_, err = ls.Commit(context.Background(), lock.Write{Key: l.Key("written") + ":state", Value: "last", TTL: time.Minute, Unlock: true})
+		require.NoError(t, err)
+		require.ErrorIs(t, context.Cause(ctx), lock.ErrReleased)
+	})
+	t.Run("hand-off", func(t *testing.T) {
+		l := open(t, srv, modeOptions(mode, lock.WithTTL(time.Minute))...)
+		first := mustLock(t, l, "handed")
+		firstCtx := first.Context(context.Background())
+		got := make(chan *lock.Lease, 1)
+		go func() {
+			ls, err := l.Lock(context.Background(), "handed")
+			if err == nil {
+				got <- ls
+			}
+			close(got)
+		}()
+		redistest.Eventually(t, func() bool { return waitersOf(t, srv, mode, "handed") > 0 }, 2*time.Second, time.Millisecond, "the second Lock never waited")
+		mustUnlock(t, first)
+		second, ok := <-got
+		require.True(t, ok, "the second Lock failed")
+		require.ErrorIs(t, context.Cause(firstCtx), lock.ErrReleased)
+		ctx := second.Context(context.Background())
+		requireHeldFor(t, ctx, 100*time.Millisecond, "the hand-off")
+		mustUnlock(t, second)
+	})
+	t.Run("subscriber reconnect", func(t *testing.T) {
+		l := open(t, srv, modeOptions(mode, lock.WithTTL(time.Minute))...)
+		ls := mustLock(t, l, "reconnected")
+		ctx := ls.Context(context.Background())
+		awaitTracked(t, srv)
+		srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")
+		redistest.Eventually(t, func() bool {
+			return strings.Contains(srv.Do(t, "CLIENT", "LIST", "TYPE", "pubsub").Str, "sub=")
+		}, 5*time.Second, time.Millisecond, "the Subscriber never came back")
+		awaitTracked(t, srv)
+		requireHeldFor(t, ctx, 100*time.Millisecond, "a reconnect")
+		srv.Do(t, "DEL", "baton:{reconnected}")
+		awaitEnd(t, ctx, time.Now())
+		require.ErrorIs(t, context.Cause(ctx), lock.ErrRemoved) // and it listens again
+	})
+}
+
+// A lease's cause says how it ended when its holder ended it, or its time
+// did.
+func TestALeaseSaysWhyItEnded(t *testing.T) {
+	srv := redistest.Start(t)
+	l := open(t, srv, lock.WithTTL(100*time.Millisecond))
+	released := mustLock(t, l, "released")
+	require.NoError(t, released.Err())
+	mustUnlock(t, released)
+	require.ErrorIs(t, released.Err(), lock.ErrReleased)
+
+	ranOut := mustLock(t, l, "ran out")
+	ctx := ranOut.Context(context.Background())
+	<-ctx.Done()
+	require.ErrorIs(t, context.Cause(ctx), lock.ErrExpired)
+	require.NotErrorIs(t, context.Cause(ctx), lock.ErrLost)
+
+	closing, err := lock.Open(context.Background(), srv.Addr, lock.WithTTL(time.Minute))
+	require.NoError(t, err)
+	closed := mustLock(t, closing, "closed")
+	ctx = closed.Context(context.Background())
+	require.NoError(t, closing.Close())
+	require.ErrorIs(t, context.Cause(ctx), lock.ErrClosed)
+
+	parent, cancel := context.WithCancel(context.Background())
+	outlived := mustLock(t, l, "outlived")
+	ctx = outlived.Context(parent)
+	cancel()
+	require.ErrorIs(t, context.Cause(ctx), context.Canceled)
+	require.NoError(t, outlived.Err(), "the parent's end is not the lease's")
+	mustUnlock(t, outlived)
+}
