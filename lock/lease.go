@@ -40,8 +40,10 @@ type Lease struct {
 	// runOutReasonLocked). Guarded by mu.
 	extendFailing bool
 	// holding watches the lock on its server, from the first Done on
-	// (see watchLossLocked); guarded by mu.
+	// (see watchLossLocked), and heldOn is the Subscriber it is made on;
+	// guarded by mu.
 	holding *subscriber.Holding
+	heldOn  *subscriber.Subscriber
 	// contexts are the lease's live contexts (Context), cancelled when it
 	// ends; guarded by mu.
 	contexts []leaseContext

@@ -3,6 +3,7 @@ package lock
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/batonlock/baton/observe"
 	"github.com/batonlock/baton/subscriber"
@@ -24,45 +25,98 @@ func (ls *Lease) watchLossLocked() {
 		ls.holdOnLocked(sub)
 		return
 	}
-	ls.c.l.spawn(func() { ls.holdOnNode(false) })
+	ls.c.l.spawn(func() { ls.follow(observe.Removed, false) })
 }
 
-// holdOnLocked has sub watch the lease's lock. A Subscriber that is
-// closing refuses; Done then closes at the deadline, as it would without
-// the watch. The caller holds mu.
+// holdOnLocked has sub watch the lease's lock, in place of the Subscriber
+// that watched it, if another. A Subscriber that is closing refuses; Done
+// then closes at the deadline, as it would without the watch. The caller
+// holds mu.
 func (ls *Lease) holdOnLocked(sub *subscriber.Subscriber) {
-	if h, err := sub.Hold(ls.c.names.lock, ls.c.owner, ls.lostOnServer); err == nil {
-		ls.holding = h
-	}
-}
-
-// holdOnNode finds the Subscriber of the node that serves the lease's
-// lock, dialing one if need be, and watches the lock there. After a
-// Moved loss it first sends the lock's node a command, whose MOVED reply
-// teaches the cluster client where the slot went. It gives up, leaving
-// Done to the deadline, if Close begins first or the node cannot be
-// reached.
-func (ls *Lease) holdOnNode(moved bool) {
-	ctx := ls.c.l.closing
-	if moved {
-		_, _ = ls.c.cmd.Do(ctx, "EXISTS", ls.c.names.lock)
-	}
-	sub, err := ls.c.l.nodes.subscriber(ctx, ls.c.names.lock)
-	if err != nil {
+	if ls.holding != nil && ls.heldOn == sub {
 		return
 	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.state == held {
-		ls.holdOnLocked(sub)
+	if ls.holding != nil {
+		ls.holding.Close()
+		ls.holding, ls.heldOn = nil, nil
+	}
+	if h, err := sub.Hold(ls.c.names.lock, ls.c.owner, ls.lostOnServer); err == nil {
+		ls.holding, ls.heldOn = h, sub
 	}
 }
 
-// lostOnServer ends the lease whose lock the server lost. It runs on the
-// Subscriber's goroutine, and must not block.
+// followPause is how long follow waits between its looks for the node
+// that serves the lease's lock, while a Redis Cluster changes.
+const followPause = 100 * time.Millisecond
+
+// follow finds the node that serves the lease's lock now, through the
+// command client, which follows MOVED and ASK and refreshes its view of
+// the cluster after failures, and watches the lock there: for a first
+// watch whose node had no Subscriber yet, after the watching node said
+// it no longer serves the slot (Moved, paced: a slot in migration says
+// so until it has moved), or after its Subscriber's connection broke (a
+// failover may have promoted another node). A lock found gone ends the
+// lease, for missing. It looks again, paced, while the cluster cannot
+// answer, until the lease ends or Close begins.
+func (ls *Lease) follow(missing observe.Reason, paced bool) {
+	l, name := ls.c.l, ls.c.names.lock
+	for attempt := 0; ; attempt++ {
+		if (paced || attempt > 0) && !ls.pauseWhileHeld(followPause) {
+			return
+		}
+		ctx, cancel := context.WithTimeout(l.closing, time.Second)
+		v, err := ls.c.cmd.Do(ctx, "GET", name)
+		var sub *subscriber.Subscriber
+		if err == nil {
+			sub, err = l.nodes.subscriber(ctx, name)
+		}
+		cancel()
+		if l.closing.Err() != nil {
+			return
+		}
+		if err != nil {
+			continue // the cluster is changing, or the node is away
+		}
+		ls.mu.Lock()
+		if v.IsNull() || v.Str != ls.c.owner {
+			ls.endLocked(lost, missing)
+		} else if ls.state == held {
+			ls.holdOnLocked(sub)
+		}
+		ls.mu.Unlock()
+		return
+	}
+}
+
+// pauseWhileHeld waits d, and reports whether the lease is still held
+// and Close has not begun.
+func (ls *Lease) pauseWhileHeld(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ls.c.l.closing.Done():
+		return false
+	}
+	return ls.isHeld()
+}
+
+// lostOnServer hears what the Subscriber that watches the lease's lock
+// tells: a loss ends the lease; on a Redis Cluster, a slot that moved or
+// a connection that broke has the lease look for the lock's node. It
+// runs on the Subscriber's goroutine, and must not block.
 func (ls *Lease) lostOnServer(loss subscriber.Loss) {
-	if loss == subscriber.Moved {
-		ls.c.l.spawn(func() { ls.holdOnNode(true) })
+	switch loss {
+	case subscriber.Moved:
+		ls.mu.Lock()
+		ls.holding, ls.heldOn = nil, nil // the Subscriber ended it
+		ls.mu.Unlock()
+		ls.c.l.spawn(func() { ls.follow(observe.Removed, true) })
+		return
+	case subscriber.Unheard:
+		if _, cluster := ls.c.l.nodes.(*clustered); cluster && ls.isHeld() {
+			ls.c.l.spawn(func() { ls.follow(observe.Vanished, false) })
+		}
 		return
 	}
 	ls.mu.Lock()
@@ -138,6 +192,6 @@ func (ls *Lease) endWatchersLocked() {
 	ls.contexts = nil
 	if ls.holding != nil {
 		ls.holding.Close()
-		ls.holding = nil
+		ls.holding, ls.heldOn = nil, nil
 	}
 }

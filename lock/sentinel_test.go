@@ -226,8 +226,10 @@ func TestALockerThroughSentinelsOutlivesAPrimaryThatDied(t *testing.T) {
 
 // A lease whose lock did not reach the replica promoted is lost, and
 // says so: its Unlock on the new primary is ErrNotHeld, never a silent
-// success, and a watched lease's Done closes when the watchdog's
-// extension finds the lock gone.
+// success; a lease that asked for Done is told once its Subscriber has
+// reached the new primary (ErrVanished); and a watched lease's Done
+// closes when the watchdog's extension finds the lock gone, if not
+// before.
 func TestALeaseWhoseLockDidNotSurviveAFailoverSaysSo(t *testing.T) {
 	for _, mode := range []string{"fast", "fair"} {
 		t.Run(mode, func(t *testing.T) {
@@ -251,9 +253,16 @@ func TestALeaseWhoseLockDidNotSurviveAFailoverSaysSo(t *testing.T) {
 			}
 			unlocked := mustLock(t, plain, "plain")
 			lost := mustLock(t, watched, "watched")
+			told := mustLock(t, plain, "told")
+			toldCtx := told.Context(ctx)
+			awaitTracked(t, old)
 			s.KillPrimary(t)
 			promoted := s.WaitFailover(t, old, 30*time.Second)
-			for _, key := range []string{"plain", "watched"} {
+			// The lease that asked is told once the Subscriber has found
+			// the new primary, and read the lock there.
+			t.Logf("the told lease ended %v after the failover was seen", awaitEnd(t, toldCtx, time.Now()))
+			require.ErrorIs(t, context.Cause(toldCtx), lock.ErrVanished)
+			for _, key := range []string{"plain", "watched", "told"} {
 				require.Zero(t, promoted.Do(t, "EXISTS", "baton:{"+key+"}").Int, "the lock %s reached a replica", key)
 			}
 

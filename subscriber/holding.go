@@ -32,6 +32,12 @@ const (
 	// so it cannot tell: the key may be held on the slot's new node,
 	// where the caller must look, and watch it anew.
 	Moved
+	// Unheard is not a loss, and the Holding stays: the connection
+	// broke, and changes to the key go unheard until the Subscriber is
+	// back, when it reads the key again and reports what it finds. A
+	// caller whose key may be served elsewhere meanwhile (a Redis
+	// Cluster fails its node over) can look there.
+	Unheard
 )
 
 // Holding watches a key whose value this process set, for the moment
@@ -61,7 +67,8 @@ type Holding struct {
 //
 // onLoss runs on the Subscriber's own goroutine, without its locks
 // held; it must not block, nor call Subscriber.Close. Close on a
-// Holding, from anywhere, is safe.
+// Holding, from anywhere, is safe. It is called once with a loss, and
+// before that with Unheard each time the connection breaks.
 func (s *Subscriber) Hold(key, value string, onLoss func(Loss)) (*Holding, error) {
 	if key == "" || onLoss == nil {
 		return nil, errors.New("subscriber: Hold needs a key and onLoss")
@@ -234,6 +241,22 @@ func lossIn(r resp.Value, missing Loss) (loss Loss, again bool) {
 		return Overwritten, false
 	}
 	return 0, true // LOADING, BUSY, TRYAGAIN, ...: not an answer
+}
+
+// unheard tells every holding that its key's changes go unheard until
+// the Subscriber has a new connection.
+func (s *Subscriber) unheard() {
+	s.mu.Lock()
+	var tell []func(Loss)
+	for _, holds := range s.holds {
+		for _, h := range holds {
+			tell = append(tell, h.onLoss)
+		}
+	}
+	s.mu.Unlock()
+	for _, onLoss := range tell {
+		onLoss(Unheard)
+	}
 }
 
 // trackingRefused records that the server refused client-side caching

@@ -19,11 +19,22 @@ import (
 func hold(t *testing.T, s *subscriber.Subscriber, srv *redistest.Server, key, value string) <-chan subscriber.Loss {
 	t.Helper()
 	lost := make(chan subscriber.Loss, 1)
-	h, err := s.Hold(key, value, func(l subscriber.Loss) { lost <- l })
+	h, err := s.Hold(key, value, lossesOnly(lost))
 	require.NoError(t, err)
 	t.Cleanup(h.Close)
 	redistest.Eventually(t, func() bool { return tracked(t, srv) }, 2*time.Second, time.Millisecond, "never tracked")
 	return lost
+}
+
+// lossesOnly sends the losses a Holding reports on lost, and drops the
+// connection's breaks (Unheard), which come before a loss found on a new
+// connection.
+func lossesOnly(lost chan<- subscriber.Loss) func(subscriber.Loss) {
+	return func(l subscriber.Loss) {
+		if l != subscriber.Unheard {
+			lost <- l
+		}
+	}
 }
 
 // tracked says whether the server's tracking table holds a key: the
@@ -101,7 +112,7 @@ func TestAKeyLostBeforeHoldIsReported(t *testing.T) {
 	srv := redistest.Start(t)
 	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
 	lost := make(chan subscriber.Loss, 1)
-	h, err := s.Hold("k", "mine", func(l subscriber.Loss) { lost <- l })
+	h, err := s.Hold("k", "mine", lossesOnly(lost))
 	require.NoError(t, err)
 	defer h.Close()
 	requireLoss(t, lost, subscriber.Removed)
@@ -121,10 +132,35 @@ func TestAClosedHoldingIsNotReported(t *testing.T) {
 	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
 	srv.Do(t, "SET", "k", "mine", "PX", "60000")
 	lost := make(chan subscriber.Loss, 1)
-	h, err := s.Hold("k", "mine", func(l subscriber.Loss) { lost <- l })
+	h, err := s.Hold("k", "mine", lossesOnly(lost))
 	require.NoError(t, err)
 	redistest.Eventually(t, func() bool { return tracked(t, srv) }, 2*time.Second, time.Millisecond, "never tracked")
 	h.Close()
 	srv.Do(t, "DEL", "k")
 	requireNoLoss(t, lost, 100*time.Millisecond)
+}
+
+// A broken connection is told to each holding as Unheard, which ends
+// none: the new connection reads the key again, tracks it, and reports
+// a later loss.
+func TestABrokenConnectionIsToldAndTheHoldingGoesOn(t *testing.T) {
+	srv := redistest.Start(t)
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	srv.Do(t, "SET", "k", "mine", "PX", "60000")
+	told := make(chan subscriber.Loss, 4)
+	h, err := s.Hold("k", "mine", func(l subscriber.Loss) { told <- l })
+	require.NoError(t, err)
+	defer h.Close()
+	redistest.Eventually(t, func() bool { return tracked(t, srv) }, 2*time.Second, time.Millisecond, "never tracked")
+	srv.Do(t, "CLIENT", "KILL", "TYPE", "pubsub")
+	requireLoss(t, told, subscriber.Unheard)
+	// The new connection turns tracking on and reads the key in one
+	// write, which the server runs whole: once it shows the flag, the
+	// key is read.
+	redistest.Eventually(t, func() bool {
+		return strings.Contains(srv.Do(t, "CLIENT", "LIST", "TYPE", "pubsub").Str, "flags=Pt ")
+	}, 5*time.Second, time.Millisecond, "never tracked again")
+	requireNoLoss(t, told, 50*time.Millisecond)
+	srv.Do(t, "DEL", "k")
+	requireLoss(t, told, subscriber.Removed)
 }

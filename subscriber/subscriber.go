@@ -255,6 +255,9 @@ func (s *Subscriber) supervise(cn *conn.Conn) {
 			timer.Reset(s.healthCheck)
 		case <-cn.Done():
 			lost := time.Now()
+			if s.ctx.Err() == nil {
+				s.unheard()
+			}
 			if s.obs != nil && s.ctx.Err() == nil {
 				s.obs.Observe(observe.Event{Kind: observe.ConnectionLost, Time: lost, Err: cn.Err()})
 			}

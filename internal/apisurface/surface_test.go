@@ -29,13 +29,13 @@ import (
 // write-backs on their way.
 // Issue 45 told a lease's holder of its lock lost on the server:
 // Lease.Context and Lease.Err, with the seven causes they report
-// (lock); Subscriber.Hold, its Holding and Holding.Close, and the five
-// ways the server loses a held key (subscriber), which lock.New's
-// callers' Subscribers must offer; observe's four new reasons.
+// (lock); Subscriber.Hold, its Holding and Holding.Close, and the six
+// things a Holding is told (subscriber), which lock.New's callers'
+// Subscribers must offer; observe's four new reasons.
 var ceilings = map[string]int{
 	"resp":       50,
 	"conn":       50,
-	"subscriber": 26,
+	"subscriber": 27,
 	"lock":       47,
 	"manager":    20,
 	"observe":    52,
