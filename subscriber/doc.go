@@ -43,6 +43,17 @@
 // refused. [WithKeyspaceEventsConfigured] says the operator has set them;
 // [WithoutKeyspaceEvents] is for directed wake-ups alone (the fair lock).
 //
+// # Held keys
+//
+// [Subscriber.Hold] watches a key whose value this process set (a lock's
+// owner token), and reports, once, when the server shows it gone or
+// holding another value ([Loss]): the Subscriber turns client-side
+// caching on for its connection (CLIENT TRACKING, Redis 6 and later, no
+// CONFIG), reads the key, and reads it again at each invalidation the
+// server sends; after a flush it reads every held key, and on a new
+// connection too, since changes went unheard. Package lock holds the key
+// of each lease whose Done was asked for.
+//
 // # Redis Cluster
 //
 // Shard channels are subscribed on the node that serves their slot, and
