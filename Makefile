@@ -58,11 +58,12 @@ bench:
 	$(BENCHSTAT) -filter '.name:Do' -col /impl .bench/all.txt
 	$(BENCHSTAT) -filter '.name:DoParallel' -col /goroutines .bench/all.txt
 	$(BENCHSTAT) -filter '.name:LockUnlock' -col /impl .bench/all.txt
+	$(BENCHSTAT) -filter '.name:LockUnlockDone' -col /done .bench/all.txt
 	$(BENCHSTAT) -filter '.name:Modify' -col /impl .bench/all.txt
 	$(BENCHSTAT) -filter '.name:HandOff' -col /mode .bench/all.txt
 	$(BENCHSTAT) -filter '.name:ClusterLockUnlock' -col /server .bench/all.txt
 	$(BENCHSTAT) -filter '.name:ClusterLockParallel' -col /server .bench/all.txt
-	$(BENCHSTAT) -filter '-.name:Do -.name:DoParallel -.name:LockUnlock -.name:Modify -.name:HandOff -.name:ClusterLockUnlock -.name:ClusterLockParallel' .bench/all.txt
+	$(BENCHSTAT) -filter '-.name:Do -.name:DoParallel -.name:LockUnlock -.name:LockUnlockDone -.name:Modify -.name:HandOff -.name:ClusterLockUnlock -.name:ClusterLockParallel' .bench/all.txt
 
 # baton side by side with the locks it is compared with, from bench/, a
 # module of its own so that the library's go.mod names no other Redis

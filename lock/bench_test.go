@@ -66,6 +66,50 @@ func BenchmarkLockUnlock(b *testing.B) {
 	}
 }
 
+// BenchmarkLockUnlockDone is Lock and Unlock in each mode with the
+// lease's Done asked for (done=asked) and not (done=no): what having a
+// lease watched for a loss on the server costs. Asking has the
+// Subscriber read the lock's key on its own connection, a GET the server
+// then tracks, and the release's DEL sends that connection an
+// invalidation. The Subscriber sends its GET from its own goroutine, and
+// an Unlock right after Done stops the watch before it does, so in both
+// rows the lease holds the lock for one round trip of work, a PING on a
+// bare connection, as a lease that does anything under its lock would.
+// redis-cmds/op is the server's commands per lease, the PING included
+// (INFO commandstats), where the GET shows. Compare with
+//
+//	benchstat -filter .name:LockUnlockDone -col /done
+func BenchmarkLockUnlockDone(b *testing.B) {
+	srv := redistest.Start(b)
+	ping := resp.AppendCommand(nil, "PING")
+	for _, mode := range []string{"fast", "fair"} {
+		for _, done := range []string{"no", "asked"} {
+			b.Run("mode="+mode+"/done="+done, func(b *testing.B) {
+				l := open(b, srv, modeOptions(mode)...)
+				work := redistest.DialRaw(b, srv.Addr)
+				ctx := context.Background()
+				srv.Do(b, "CONFIG", "RESETSTAT")
+				b.ReportAllocs()
+				for b.Loop() {
+					ls, err := l.Lock(ctx, "bench-done")
+					if err != nil {
+						b.Fatal(err)
+					}
+					if done == "asked" {
+						ls.Done()
+					}
+					work.RoundTrip(b, ping, 1)
+					if err := ls.Unlock(ctx); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(commandCalls(b, srv))/float64(b.N), "redis-cmds/op")
+			})
+		}
+	}
+}
+
 // BenchmarkLockParallel is Lock and Unlock from 64 goroutines, each on a key
 // of its own, through one Locker.
 func BenchmarkLockParallel(b *testing.B) {
