@@ -67,10 +67,10 @@ bench:
 
 # baton side by side with the locks it is compared with, from bench/, a
 # module of its own so that the library's go.mod names no other Redis
-# client: six scenarios on throwaway redis-servers from PATH (about 20
+# client: seven scenarios on throwaway redis-servers from PATH (about 20
 # minutes on 2 vCPUs; fewer with ARGS="--rounds 5 --scenarios 1,3,4"),
 # or against the server ARGS name, for example ARGS="--addr
-# 127.0.0.1:6379 --scenarios 1,2,3,4,5". docs/BENCHMARKS.md was made with
+# 127.0.0.1:6379 --scenarios 1,2,3,4,5,7". docs/BENCHMARKS.md was made with
 # ARGS="--pin --plots ../docs/bench"; ARGS="--json" prints the report as
 # one JSON document. `test` runs its tests too.
 bench-peers:

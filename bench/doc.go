@@ -8,7 +8,7 @@
 // (internal/cmdstats), which Go's internal rule lets it import since its
 // path lies under the library's.
 //
-// Six scenarios, chosen with --scenarios: 1, uncontended Lock+Unlock,
+// Seven scenarios, chosen with --scenarios: 1, uncontended Lock+Unlock,
 // and a read-modify-write under the lock, with baton's manager beside
 // the locks and, as its yardstick, the bytes of one Modify replayed on a
 // bare socket; 2, throughput of 64 goroutines on 64 keys through one
@@ -18,8 +18,11 @@
 // waiter against a holder that takes the lock back in a tight loop; 5,
 // the server's commands per acquisition in scenario 3; 6, scenarios 1,
 // 3, 4 and 5 again on a server with I/O threads and on a binary of the
-// user's (--server-bin). --plots writes the distributions as PNG files, and
-// --pin places the server and the bench on CPUs of their own.
+// user's (--server-bin); 7, how soon a holder hears that another client
+// deleted its lock, for the locks that can tell it (baton's
+// Lease.Context, rueidislock's WithContext). --plots writes the
+// distributions as PNG files, and --pin places the server and the bench
+// on CPUs of their own.
 //
 // Every scenario is run interleaved: each round runs every implementation
 // once, in an order that rotates from round to round, and each figure is

@@ -28,11 +28,15 @@ import (
 //     passed_over_max, trials, trials_never_passed, trials_capped,
 //     trials_stalled, wait_p50_us, wait_p90_us, wait_max_us;
 //   - "server-cost": commands_per_acq, an object of each command's calls
-//     per acquisition in the hand-off rounds.
+//     per acquisition in the hand-off rounds;
+//   - "lost-lease": losses, missed, notice_p50_us, notice_p99_us,
+//     notice_max_us, the times over all the losses heard, for the locks
+//     that can tell a holder of a lost lock.
 //
 // Where the baseline (baton fast) ran, "ratios" holds the median of the
 // per-round ratios to it, keyed by the figure's name (for the remote
-// waiter, "wait_us": the per-trial ratios of the wait): the figure to
+// waiter, "wait_us": the per-trial ratios of the wait; for the lost
+// lease, "notice_us": the per-loss ratios of the notice): the figure to
 // compare across runs on a noisy machine. A manager row's
 // "replay_ratios" holds its ratios to its replay's row, the same way.
 type jsonReport struct {

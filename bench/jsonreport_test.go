@@ -24,7 +24,7 @@ func TestTheJSONReportsShape(t *testing.T) {
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	err := run(ctx, []string{"--json", "--addr", addr, "--impls", "baton-fast,baton-fair,redislock,floor",
-		"--rounds", "1", "--ops", "5", "--trials", "1", "--throughput-duration", "50ms", "--handoff-duration", "100ms"},
+		"--rounds", "1", "--ops", "5", "--trials", "1", "--losses", "2", "--throughput-duration", "50ms", "--handoff-duration", "100ms"},
 		&stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	require.Contains(t, stderr.String(), "### Uncontended Lock+Unlock", "the markdown report goes to stderr")
@@ -74,6 +74,8 @@ func TestTheJSONReportsShape(t *testing.T) {
 		{"server-cost", everyImpl, []string{"commands_per_acq"}, nil},
 		{"remote-waiter", locks, []string{"passed_over_p50", "passed_over_p90", "passed_over_max", "trials", "trials_never_passed",
 			"trials_capped", "trials_stalled", "wait_p50_us", "wait_p90_us", "wait_max_us"}, []string{"wait_us"}},
+		{"lost-lease", []string{"baton-fast", "baton-fair"}, []string{"losses", "missed", "notice_p50_us", "notice_p99_us", "notice_max_us"},
+			[]string{"notice_us"}},
 	}
 	require.Len(t, srv.Scenarios, len(want))
 	for i, w := range want {

@@ -40,6 +40,10 @@ type impl struct {
 	// scenarios count such a wait as a stall, and the tests that check a
 	// waiter is woken skip this lock when it happens, saying so.
 	losesWakeUps string
+	// watchesLoss is set on the locks whose holder can be told that the
+	// server lost the lock (their locker is a lossWatcher): those that
+	// scenario 7 times.
+	watchesLoss bool
 }
 
 // lockTTL is the expiry every lock is taken with. It is far above any
@@ -54,9 +58,9 @@ const baseline = "baton fast"
 // report's rows.
 func impls() []impl {
 	return []impl{
-		{id: "baton-fast", name: baseline, open: openBaton(false), manager: true, replay: openModifyReplay(false)},
-		{id: "baton-fair", name: "baton fair", open: openBaton(true), manager: true, replay: openModifyReplay(true)},
-		{id: "rueidislock", name: "rueidislock", open: openRueidisLock,
+		{id: "baton-fast", name: baseline, open: openBaton(false), manager: true, replay: openModifyReplay(false), watchesLoss: true},
+		{id: "baton-fair", name: "baton fair", open: openBaton(true), manager: true, replay: openModifyReplay(true), watchesLoss: true},
+		{id: "rueidislock", name: "rueidislock", open: openRueidisLock, watchesLoss: true,
 			losesWakeUps: "rueidislock's waiter missed a release in about one run in twenty of TestEveryLockExcludes, and once in TestRemoteWaiterTrials"},
 		{id: "redsync", name: "redsync", open: openRedsync},
 		{id: "redislock", name: "bsm/redislock", open: openRedisLock},

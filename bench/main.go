@@ -23,6 +23,7 @@ type config struct {
 	rounds     int
 	ops        int
 	trials     int
+	losses     int // scenario 7's, per implementation
 	cpuProfile string
 	plots      string
 	pin        *cpuPlan // nil without --pin
@@ -36,7 +37,7 @@ type config struct {
 }
 
 // lastScenario is the number of the last scenario.
-const lastScenario = 6
+const lastScenario = 7
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -60,12 +61,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.rounds, "rounds", 20, "rounds; each runs every implementation once")
 	fs.IntVar(&c.ops, "ops", 1000, "operations per implementation per round")
 	fs.IntVar(&c.trials, "trials", 30, "scenario 4: trials; each runs every implementation once")
+	fs.IntVar(&c.losses, "losses", 200, fmt.Sprintf("scenario 7: losses per implementation, timed in rounds of %d that take turns", lossesPerRound))
 	fs.StringVar(&c.plots, "plots", "", "write the plots as PNG files into this directory")
 	asJSON := fs.Bool("json", false, "print the report as one JSON document on stdout, and the markdown report on stderr")
 	pin := fs.Bool("pin", false, "run each throwaway server on the last CPU and the bench on the others, so that every reply crosses CPUs, as from a server on another host, and the kernel moves neither between rounds (Linux, at least 2 CPUs)")
 	fs.StringVar(&c.impls, "impls", "", "comma-separated ids of the implementations to run (default: all): baton-fast, baton-fair, rueidislock, redsync, redislock, notify-eval, notify-getdel, notify-ping-eval, floor")
 	fs.StringVar(&c.cpuProfile, "cpuprofile", "", "write a CPU profile of the rounds to this file; samples carry the label impl=<implementation>, for pprof's -tagfocus")
-	scenarios := fs.String("scenarios", "1,2,3,4,5,6", "comma-separated scenarios to run: 1 uncontended, 2 throughput, 3 hand-off, 4 the remote waiter, 5 server cost (of 3's rounds), 6 scenarios 1, 3, 4 and 5 again on a server with io-threads 4 and on --server-bin's (default without --addr: all; with it: 1 to 5)")
+	scenarios := fs.String("scenarios", "1,2,3,4,5,6,7", "comma-separated scenarios to run: 1 uncontended, 2 throughput, 3 hand-off, 4 the remote waiter, 5 server cost (of 3's rounds), 6 scenarios 1, 3, 4 and 5 again on a server with io-threads 4 and on --server-bin's, 7 a lost lease noticed (default without --addr: all; with it: all but 6)")
 	fs.DurationVar(&c.throughput, "throughput-duration", time.Second, "scenario 2: time per implementation per round")
 	fs.DurationVar(&c.handoff, "handoff-duration", 2*time.Second, "scenario 3: time per implementation per round")
 	fs.DurationVar(&c.slowSteps, "slow-steps", 0, "scenario 3: write to stderr every hand-off, hold (its INCR) and unlock that took longer than this, with its locker and its time into the round (default 0: none)")
@@ -75,7 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	if c.addr != "" && !given["scenarios"] {
-		*scenarios = "1,2,3,4,5" // 6 starts servers of its own
+		*scenarios = "1,2,3,4,5,7" // 6 starts servers of its own
 	}
 	c.scenarios = map[int]bool{}
 	for f := range strings.SplitSeq(*scenarios, ",") {
@@ -100,6 +102,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--slow-steps %s: want 0 or more", c.slowSteps)
 	case c.trials < 1:
 		return c, fmt.Errorf("--trials %d: want at least 1", c.trials)
+	case c.losses < 1:
+		return c, fmt.Errorf("--losses %d: want at least 1", c.losses)
 	case c.scenarios[5] && !c.scenarios[3]:
 		return c, errors.New("--scenarios: 5 counts the commands of 3's rounds; add 3")
 	case c.scenarios[6] && c.addr != "":

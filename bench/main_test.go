@@ -105,8 +105,8 @@ func TestOneTinyRun(t *testing.T) {
 	var stdout, stderr bytes.Buffer
 	profile := filepath.Join(t.TempDir(), "cpu.pprof")
 	plots := filepath.Join(t.TempDir(), "plots")
-	err := run(ctx, []string{"--addr", addr, "--rounds", "2", "--ops", "5", "--trials", "2", "--cpuprofile", profile,
-		"--throughput-duration", "50ms", "--handoff-duration", "100ms", "--scenarios", "1,2,3,4,5", "--plots", plots},
+	err := run(ctx, []string{"--addr", addr, "--rounds", "2", "--ops", "5", "--trials", "2", "--losses", "2", "--cpuprofile", profile,
+		"--throughput-duration", "50ms", "--handoff-duration", "100ms", "--scenarios", "1,2,3,4,5,7", "--plots", plots},
 		&stdout, &stderr)
 	require.NoError(t, err, stderr.String())
 	out := stdout.String()
@@ -120,7 +120,7 @@ func TestOneTinyRun(t *testing.T) {
 	require.True(t, strings.Contains(out, "| "+baseline+" | "), out)
 	require.Contains(t, out, "1.00× | 1.00× |")
 	require.Contains(t, out, "The floor's p50 ranged from ")
-	for _, h := range []string{"### Uncontended Lock+Unlock", "### Uncontended read-modify-write", "### Throughput", "### Hand-off", "### Server cost", "### The remote waiter",
+	for _, h := range []string{"### Uncontended Lock+Unlock", "### Uncontended read-modify-write", "### Throughput", "### Hand-off", "### Server cost", "### The remote waiter", "### Lost lease noticed",
 		"## The server given with --addr"} {
 		require.Equal(t, 1, strings.Count(out, h), h)
 	}
@@ -178,12 +178,13 @@ func TestFlags(t *testing.T) {
 		{[]string{"--rounds", "0"}, "--rounds 0"},
 		{[]string{"--ops", "-1"}, "--ops -1"},
 		{[]string{"extra"}, "unexpected arguments"},
-		{[]string{"--scenarios", "1,7"}, "--scenarios"},
+		{[]string{"--scenarios", "1,8"}, "--scenarios"},
 		{[]string{"--scenarios", "0"}, "--scenarios"},
 		{[]string{"--scenarios", "5"}, "add 3"},
 		{[]string{"--scenarios", "1,6", "--addr", "127.0.0.1:1"}, "leave out 6 or --addr"},
 		{[]string{"--scenarios", "1", "--server-bin", "valkey-server"}, "add 6"},
 		{[]string{"--trials", "0"}, "--trials 0"},
+		{[]string{"--losses", "0"}, "--losses 0"},
 		{[]string{"--pin", "--addr", "127.0.0.1:1", "--scenarios", "1"}, "leave out --pin or --addr"},
 		{[]string{"--scenarios", "x"}, "--scenarios"},
 		{[]string{"--throughput-duration", "0s"}, "--throughput-duration"},
@@ -205,7 +206,7 @@ func TestFlags(t *testing.T) {
 func TestAddrLeavesOutScenarioSix(t *testing.T) {
 	c, err := parseFlags([]string{"--addr", "127.0.0.1:1"}, io.Discard)
 	require.NoError(t, err)
-	require.Equal(t, map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true}, c.scenarios)
+	require.Equal(t, map[int]bool{1: true, 2: true, 3: true, 4: true, 5: true, 7: true}, c.scenarios)
 	c, err = parseFlags(nil, io.Discard)
 	require.NoError(t, err)
 	require.True(t, c.scenarios[6])

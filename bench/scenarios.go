@@ -65,6 +65,11 @@ func runOnServer(ctx context.Context, c config, s serverSpec, all []impl, prefix
 			return err
 		}
 	}
+	if s.scenarios[7] {
+		if err := runLostLeaseScenario(ctx, c, addr, prefix, all, stdout, stderr); err != nil {
+			return err
+		}
+	}
 	return p.write()
 }
 
@@ -254,4 +259,51 @@ interleaved.
 	}
 	p.waiter(names, trials)
 	return nil
+}
+
+// runLostLeaseScenario runs scenario 7 on those of all that can tell a
+// holder of a lost lock.
+func runLostLeaseScenario(ctx context.Context, c config, addr, prefix string, all []impl, stdout, stderr io.Writer) (err error) {
+	groups, err := openWatchers(ctx, addr, prefix, all)
+	if err != nil {
+		return err
+	}
+	defer func() { err = errors.Join(err, closeEach(groups)) }()
+	if len(groups) == 0 {
+		_, err := fmt.Fprintf(stdout, "\n### Lost lease noticed\n\nNone of the implementations run can tell a holder of a lost lock.\n")
+		return err
+	}
+	admin, err := newGoRedis(ctx, addr)
+	if err != nil {
+		return err
+	}
+	defer admin.Close()
+	notices, err := runLostLease(ctx, groups, admin, c.losses, stderr)
+	if err != nil {
+		return err
+	}
+	names := namesOf(groups)
+	base := baselineIndex(names)
+	fmt.Fprintf(stdout, `
+### Lost lease noticed
+
+How soon a holder hears that another client deleted its lock: baton's
+Lease.Context, in each mode, and the context rueidislock's WithContext
+returns. In each of %d losses per implementation, one instance takes a
+key, asks for the context and waits until the lock is watched: for
+baton, until INFO stats shows the server tracking one more key, the
+Subscriber's read of the lock's key; rueidislock reads its key in its
+acquire script, so its watch is in place when WithContext returns. Then
+a plain connection DELs the lock's key, and the notice runs from just
+before the DEL to the context's end. Losses run in rounds of %d per
+implementation, interleaved. A loss still unheard %s after the DEL is
+missed, counted apart and left out of the times. The last column is the
+median of the per-loss ratios to baton fast's notice, each round's k-th
+loss against baton fast's k-th. Left out: redsync, bsm/redislock and the
+go-redis notify locks, which have no way to tell a holder its lock is
+gone but their next call on it, and the floor, which is no lock.
+
+`, c.losses, lossesPerRound, lossGrace)
+	c.json.addScenario("lost-lease", lossRows(idsOf(groups), notices, base))
+	return writeLossTable(stdout, names, notices, base)
 }
