@@ -162,6 +162,38 @@ func TestEveryWayALeaseEndsIsObservedWithItsReason(t *testing.T) {
 		require.NoError(t, l.Close())
 		require.Equal(t, observe.Closed, rec.Of(observe.LeaseEnded)[0].Reason)
 	})
+	for _, tt := range []struct {
+		name string
+		lose []string
+		want observe.Reason
+	}{
+		{"removed", []string{"DEL", "baton:{k}"}, observe.Removed},
+		{"overwritten", []string{"SET", "baton:{k}", "someone else"}, observe.Overwritten},
+		{"flushed", []string{"FLUSHALL"}, observe.Flushed},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			l, rec := openObserved(t, srv)
+			ls := mustLock(t, l, "k")
+			ctx := ls.Context(context.Background())
+			awaitTracked(t, srv)
+			srv.Do(t, tt.lose...)
+			<-ctx.Done()
+			require.NoError(t, l.Close())
+			require.Equal(t, tt.want, rec.Of(observe.LeaseEnded)[0].Reason)
+		})
+	}
+	t.Run("vanished", func(t *testing.T) {
+		srv := redistest.Start(t)
+		l, rec := openObserved(t, srv)
+		ls := mustLock(t, l, "k")
+		ctx := ls.Context(context.Background())
+		awaitTracked(t, srv)
+		srv.Restart(t)
+		<-ctx.Done()
+		require.NoError(t, l.Close())
+		require.Equal(t, observe.Vanished, rec.Of(observe.LeaseEnded)[0].Reason)
+	})
 	t.Run("extension failed", func(t *testing.T) {
 		srv := redistest.Start(t)
 		l, rec := openObserved(t, srv, lock.WithTTL(300*time.Millisecond), lock.WithAutoExtend())

@@ -90,6 +90,14 @@ func TestWhatNoCallerSeesIsCounted(t *testing.T) {
 			"baton.lock.leases.lost", []attribute.KeyValue{reason("lost")}, 1},
 		{"extension failed", observe.Event{Kind: observe.LeaseEnded, Key: "k", Mode: observe.Fair, Reason: observe.ExtensionFailed},
 			"baton.lock.leases.lost", []attribute.KeyValue{mode("fair"), reason("extension_failed")}, 1},
+		{"removed", observe.Event{Kind: observe.LeaseEnded, Key: "k", Mode: observe.Fast, Reason: observe.Removed},
+			"baton.lock.leases.lost", []attribute.KeyValue{reason("removed")}, 1},
+		{"overwritten", observe.Event{Kind: observe.LeaseEnded, Key: "k", Mode: observe.Fair, Reason: observe.Overwritten},
+			"baton.lock.leases.lost", []attribute.KeyValue{reason("overwritten")}, 1},
+		{"flushed", observe.Event{Kind: observe.LeaseEnded, Key: "k", Mode: observe.Fast, Reason: observe.Flushed},
+			"baton.lock.leases.lost", []attribute.KeyValue{reason("flushed")}, 1},
+		{"vanished", observe.Event{Kind: observe.LeaseEnded, Key: "k", Mode: observe.Fast, Reason: observe.Vanished},
+			"baton.lock.leases.lost", []attribute.KeyValue{reason("vanished")}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tm := newTelemetry(t)

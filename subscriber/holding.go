@@ -199,9 +199,11 @@ func (s *Subscriber) checkHolds(cn *conn.Conn) (retry bool) {
 	s.mu.Lock()
 	for i, c := range checks {
 		r := replies[i]
-		// An invalidation that came while the read was on its way came
-		// before its reply, and may say more of how the key went: a
-		// flush, say, that the read found done.
+		// An invalidation that came while the read was on its way may
+		// say more of how the key went: a flush, say, that the read found
+		// done. (One that came after the reply, before this goroutine
+		// looked, may be taken for it: the cause is the best reading of
+		// what the server said, the loss itself is not in doubt.)
 		loss, again := lossIn(r, max(c.missing, s.due[c.key]))
 		if again {
 			retry = true
