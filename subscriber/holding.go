@@ -47,7 +47,8 @@ type Holding struct {
 	key    string
 	value  string
 	onLoss func(Loss)
-	ended  bool // guarded by s.mu: its loss was reported, or it was closed
+	get    []string // the command that reads key
+	ended  bool     // guarded by s.mu: its loss was reported, or it was closed
 }
 
 // Hold watches key, to which this process set value, and calls onLoss,
@@ -73,7 +74,7 @@ func (s *Subscriber) Hold(key, value string, onLoss func(Loss)) (*Holding, error
 	if key == "" || onLoss == nil {
 		return nil, errors.New("subscriber: Hold needs a key and onLoss")
 	}
-	h := &Holding{s: s, key: key, value: value, onLoss: onLoss}
+	h := &Holding{s: s, key: key, value: value, onLoss: onLoss, get: []string{"GET", key}}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -160,22 +161,24 @@ func (s *Subscriber) checkHolds(cn *conn.Conn) (retry bool) {
 		s.mu.Unlock()
 		return false
 	}
-	type check struct {
-		key     string
-		missing Loss
-		holds   []*Holding
-	}
-	checks := make([]check, 0, len(s.due))
-	cmds := make([][]string, 0, len(s.due)+1)
+	// The supervisor alone calls checkHolds: its buffers serve every
+	// pass, so that a watched lease costs the fewest allocations.
+	checks, cmds, held := s.checkBuf[:0], s.cmdBuf[:0], s.heldBuf[:0]
 	if !s.tracking {
-		cmds = append(cmds, []string{"CLIENT", "TRACKING", "ON"})
+		cmds = append(cmds, trackingOn)
 	}
 	for key, missing := range s.due {
-		checks = append(checks, check{key, missing, append([]*Holding(nil), s.holds[key]...)})
-		cmds = append(cmds, []string{"GET", key})
+		from := len(held)
+		held = append(held, s.holds[key]...)
+		checks = append(checks, check{key: key, missing: missing, from: from, to: len(held)})
+		cmds = append(cmds, s.holds[key][0].get)
 	}
 	clear(s.due)
 	s.mu.Unlock()
+	defer func() {
+		clear(held) // drop the holdings, for the collector
+		s.checkBuf, s.cmdBuf, s.heldBuf = checks, cmds, held
+	}()
 
 	var replies []resp.Value
 	err := s.within(s.ctx, cn, func(ctx context.Context) (err error) {
@@ -210,7 +213,7 @@ func (s *Subscriber) checkHolds(cn *conn.Conn) (retry bool) {
 			s.dueLocked(c.key, c.missing)
 			continue
 		}
-		for _, h := range c.holds {
+		for _, h := range held[c.from:c.to] {
 			if (loss != 0 || r.Str != h.value) && h.endLocked() {
 				how := loss
 				if how == 0 {
@@ -226,6 +229,17 @@ func (s *Subscriber) checkHolds(cn *conn.Conn) (retry bool) {
 	}
 	return retry
 }
+
+// check is one held key's read in a pass of checkHolds: how a key found
+// gone was lost, and its holdings, held[from:to] of the pass.
+type check struct {
+	key      string
+	missing  Loss
+	from, to int
+}
+
+// trackingOn turns client-side caching on for a connection.
+var trackingOn = []string{"CLIENT", "TRACKING", "ON"}
 
 // lossIn reads the reply to a held key's GET: how the key was lost, or 0
 // when it holds a string (to compare with each holding's value); again

@@ -102,11 +102,16 @@ type Subscriber struct {
 	// trackingErr is why the server refused CLIENT TRACKING on the
 	// current connection, or nil. Guarded by mu.
 	trackingErr error
-	// tracking says that the current connection has CLIENT TRACKING on.
-	// Owned by the supervisor.
+	// tracking says that the current connection has CLIENT TRACKING on,
+	// and the bufs are checkHolds's, reused from pass to pass. Owned by
+	// the supervisor.
 	tracking bool
-	nextID   uint64 // guarded by mu
-	closed   bool   // guarded by mu
+	checkBuf []check
+	cmdBuf   [][]string
+	heldBuf  []*Holding
+
+	nextID uint64 // guarded by mu
+	closed bool   // guarded by mu
 }
 
 // New dials addr (see conn.Dial for its forms), makes sure keyspace events
@@ -365,6 +370,10 @@ func (s *Subscriber) within(ctx context.Context, cn *conn.Conn, fn func(context.
 // from those that have none left.
 func (s *Subscriber) syncDirty(cn *conn.Conn) {
 	s.mu.Lock()
+	if len(s.dirty) == 0 { // a kick for the held keys alone
+		s.mu.Unlock()
+		return
+	}
 	var add, drop []string
 	for key := range s.dirty {
 		want, have := len(s.keys[key]) > 0, s.subscribed[key]
