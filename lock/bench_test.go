@@ -193,7 +193,7 @@ func BenchmarkHandOff(b *testing.B) {
 }
 
 // commandCalls sums the calls of every command in INFO commandstats.
-func commandCalls(b *testing.B, srv *redistest.Server) int64 {
+func commandCalls(b testing.TB, srv *redistest.Server) int64 {
 	var total int64
 	for _, line := range strings.Split(srv.Do(b, "INFO", "commandstats").Str, "\n") {
 		_, stats, ok := strings.Cut(line, ":calls=")

@@ -44,6 +44,12 @@ type Lease struct {
 	// guarded by mu.
 	holding *subscriber.Holding
 	heldOn  *subscriber.Subscriber
+	// handing is set while a commit that keeps the lock, and so may hand
+	// it on, is on its way, and heardLoss is a loss the watch found
+	// meanwhile, for the commit's reply to decide (see lostLocked).
+	// Guarded by mu.
+	handing   bool
+	heardLoss observe.Reason
 	// contexts are the lease's live contexts (Context), cancelled when it
 	// ends; guarded by mu.
 	contexts []leaseContext
@@ -219,10 +225,17 @@ func (ls *Lease) endLocked(to leaseState, why observe.Reason) bool {
 	return true
 }
 
+// markLost ends the lease whose extension or write found the lock gone:
+// for the reason the watch heard, if it heard one meanwhile, which says
+// more.
 func (ls *Lease) markLost() {
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	ls.endLocked(lost, observe.Lost)
+	why := observe.Lost
+	if ls.heardLoss != 0 {
+		why, ls.heardLoss = ls.heardLoss, 0
+	}
+	ls.endLocked(lost, why)
 }
 
 // extendTo moves the deadline to start+ttl after the server confirmed an

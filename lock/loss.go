@@ -2,10 +2,12 @@ package lock
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"time"
 
 	"github.com/batonlock/baton/observe"
+	"github.com/batonlock/baton/resp"
 	"github.com/batonlock/baton/subscriber"
 )
 
@@ -28,6 +30,14 @@ func (ls *Lease) watchLossLocked() {
 	ls.c.l.spawn(func() { ls.follow(observe.Removed, false) })
 }
 
+// leaseWatch is one holding of a lease's lock on a Subscriber, and hears
+// what the Subscriber tells of it: a lease watched anew, after a move,
+// hears nothing more from its earlier holdings.
+type leaseWatch struct {
+	ls *Lease
+	h  *subscriber.Holding // guarded by ls.mu; set once Hold returned, under the same hold of ls.mu
+}
+
 // holdOnLocked has sub watch the lease's lock, in place of the Subscriber
 // that watched it, if another. A Subscriber that is closing refuses; Done
 // then closes at the deadline, as it would without the watch. The caller
@@ -40,24 +50,34 @@ func (ls *Lease) holdOnLocked(sub *subscriber.Subscriber) {
 		ls.holding.Close()
 		ls.holding, ls.heldOn = nil, nil
 	}
-	if h, err := sub.Hold(ls.c.names.lock, ls.c.owner, ls.lostOnServer); err == nil {
+	// The Subscriber may tell w before Hold returns, on its own
+	// goroutine: w.told waits for mu, which this caller holds until h
+	// is set.
+	w := &leaseWatch{ls: ls}
+	if h, err := sub.Hold(ls.c.names.lock, ls.c.owner, w.told); err == nil {
+		w.h = h
 		ls.holding, ls.heldOn = h, sub
 	}
 }
 
 // followPause is how long follow waits between its looks for the node
-// that serves the lease's lock, while a Redis Cluster changes.
+// that serves the lease's lock, while a Redis Cluster changes, and
+// before it watches again a lock that its Subscriber took for lost but
+// the lock's server holds (a Subscriber still on a primary that Sentinel
+// replaced, say).
 const followPause = 100 * time.Millisecond
 
-// follow finds the node that serves the lease's lock now, through the
-// command client, which follows MOVED and ASK and refreshes its view of
-// the cluster after failures, and watches the lock there: for a first
-// watch whose node had no Subscriber yet, after the watching node said
-// it no longer serves the slot (Moved, paced: a slot in migration says
-// so until it has moved), or after its Subscriber's connection broke (a
-// failover may have promoted another node). A lock found gone ends the
-// lease, for missing. It looks again, paced, while the cluster cannot
-// answer, until the lease ends or Close begins.
+// follow reads the lease's lock through the command client, which
+// reaches the server the lease's own commands reach (following MOVED and
+// ASK, and the cluster or the sentinels after a failover), and watches
+// it there: for a first watch whose node had no Subscriber yet; after
+// the watching node said it no longer serves the slot (paced: a slot in
+// migration says so until it has moved); after a connection broke on a
+// cluster (a failover may have promoted another node); and to confirm a
+// loss that the Subscriber read, before the lease ends for it. A lock
+// found gone, or another owner's, ends the lease for missing. It looks
+// again, paced, while the server cannot answer, until the lease ends or
+// Close begins.
 func (ls *Lease) follow(missing observe.Reason, paced bool) {
 	l, name := ls.c.l, ls.c.names.lock
 	for attempt := 0; ; attempt++ {
@@ -66,6 +86,7 @@ func (ls *Lease) follow(missing observe.Reason, paced bool) {
 		}
 		ctx, cancel := context.WithTimeout(l.closing, time.Second)
 		v, err := ls.c.cmd.Do(ctx, "GET", name)
+		overwritten := errors.Is(err, resp.WrongType)
 		var sub *subscriber.Subscriber
 		if err == nil {
 			sub, err = l.nodes.subscriber(ctx, name)
@@ -74,13 +95,24 @@ func (ls *Lease) follow(missing observe.Reason, paced bool) {
 		if l.closing.Err() != nil {
 			return
 		}
-		if err != nil {
-			continue // the cluster is changing, or the node is away
+		if err != nil && !overwritten {
+			continue // the cluster is changing, or the server is away
 		}
 		ls.mu.Lock()
-		if v.IsNull() || v.Str != ls.c.owner {
-			ls.endLocked(lost, missing)
-		} else if ls.state == held {
+		switch {
+		case ls.state != held:
+		case overwritten || (!v.IsNull() && v.Str != ls.c.owner):
+			ls.lostLocked(observe.Overwritten)
+		case v.IsNull():
+			ls.lostLocked(missing)
+		case sub == ls.heldOn && ls.holding == nil && !paced:
+			// The Subscriber read the lock gone, and the lock's
+			// server holds it: watch again once the Subscriber may
+			// have caught up, never at its pace.
+			ls.mu.Unlock()
+			paced = true
+			continue
+		default:
 			ls.holdOnLocked(sub)
 		}
 		ls.mu.Unlock()
@@ -101,27 +133,47 @@ func (ls *Lease) pauseWhileHeld(d time.Duration) bool {
 	return ls.isHeld()
 }
 
-// lostOnServer hears what the Subscriber that watches the lease's lock
-// tells: a loss ends the lease; on a Redis Cluster, a slot that moved or
-// a connection that broke has the lease look for the lock's node. It
-// runs on the Subscriber's goroutine, and must not block.
-func (ls *Lease) lostOnServer(loss subscriber.Loss) {
+// told hears what the Subscriber tells of the holding w: a loss has the
+// lease confirm it through the command client before it ends (see
+// follow); on a Redis Cluster, a slot that moved or a connection that
+// broke has the lease look for the lock's node. A holding that no longer
+// watches the lease is not heard. It runs on the Subscriber's goroutine,
+// and must not block.
+func (w *leaseWatch) told(loss subscriber.Loss) {
+	ls := w.ls
+	ls.mu.Lock()
+	if ls.state != held || ls.holding != w.h {
+		ls.mu.Unlock()
+		return
+	}
+	if loss != subscriber.Unheard {
+		ls.holding = nil // the Subscriber ended it; heldOn says where it was
+	}
+	ls.mu.Unlock()
 	switch loss {
 	case subscriber.Moved:
-		ls.mu.Lock()
-		ls.holding, ls.heldOn = nil, nil // the Subscriber ended it
-		ls.mu.Unlock()
 		ls.c.l.spawn(func() { ls.follow(observe.Removed, true) })
-		return
 	case subscriber.Unheard:
-		if _, cluster := ls.c.l.nodes.(*clustered); cluster && ls.isHeld() {
+		if _, cluster := ls.c.l.nodes.(*clustered); cluster {
 			ls.c.l.spawn(func() { ls.follow(observe.Vanished, false) })
+		}
+	default:
+		ls.c.l.spawn(func() { ls.follow(lossReasons[loss], false) })
+	}
+}
+
+// lostLocked ends the lease for why, the lock found lost on the server;
+// or, while a commit that may hand the lock on is on its way (handing),
+// keeps why for the commit's reply to decide: a hand-off changes the
+// lock too, and is no loss. The caller holds mu.
+func (ls *Lease) lostLocked(why observe.Reason) {
+	if ls.handing {
+		if ls.heardLoss == 0 {
+			ls.heardLoss = why
 		}
 		return
 	}
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	ls.endLocked(lost, lossReasons[loss])
+	ls.endLocked(lost, why)
 }
 
 // lossReasons are the reasons observers are told for each loss the
@@ -133,8 +185,10 @@ var lossReasons = [...]observe.Reason{
 	subscriber.Vanished:    observe.Vanished,
 }
 
-// leaseContext is a context that Lease.Context made, with its cancel.
+// leaseContext is a context that Lease.Context made from parent, with
+// its cancel.
 type leaseContext struct {
+	parent context.Context
 	ctx    context.Context
 	cancel context.CancelCauseFunc
 }
@@ -145,25 +199,32 @@ type leaseContext struct {
 // the lock is lost, released or run out. It asks for Done, so that the
 // lease is watched from then on. A nil parent is taken as
 // context.Background(). The context ends with parent too, with parent's
-// cause; it holds nothing once either has ended.
+// cause. The lease keeps each context until either has ended; calls
+// with the same parent get the same context, so that a holder that asks
+// for one per piece of work, from one long-lived parent, keeps one.
 func (ls *Lease) Context(parent context.Context) context.Context {
 	if parent == nil {
 		parent = context.Background()
 	}
 	done := ls.Done()
-	ctx, cancel := context.WithCancelCause(parent)
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
+	// Contexts whose parent ended are dropped here, so that a lease
+	// asked for many over its life keeps only the live ones.
+	ls.contexts = slices.DeleteFunc(ls.contexts, func(c leaseContext) bool { return c.ctx.Err() != nil })
+	for _, c := range ls.contexts {
+		if c.parent == parent {
+			return c.ctx
+		}
+	}
+	ctx, cancel := context.WithCancelCause(parent)
 	select {
 	case <-done:
 		cancel(ls.cause)
 		return ctx
 	default:
 	}
-	// Contexts whose parent ended are dropped here, so that a lease
-	// asked for many over its life keeps only the live ones.
-	ls.contexts = slices.DeleteFunc(ls.contexts, func(c leaseContext) bool { return c.ctx.Err() != nil })
-	ls.contexts = append(ls.contexts, leaseContext{ctx, cancel})
+	ls.contexts = append(ls.contexts, leaseContext{parent, ctx, cancel})
 	return ctx
 }
 

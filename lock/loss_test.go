@@ -11,9 +11,11 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/faultproxy"
 	"github.com/batonlock/baton/internal/redistest"
 	"github.com/batonlock/baton/lock"
 	"github.com/batonlock/baton/resp"
+	"github.com/batonlock/baton/subscriber"
 )
 
 // lossRounds is how many losses each case of
@@ -381,4 +383,67 @@ func TestWithoutTrackingALeaseEndsAtItsDeadline(t *testing.T) {
 	require.ErrorIs(t, context.Cause(ctx), lock.ErrExpired)
 	again := mustLock(t, l, "k") // the Locker works on
 	mustUnlock(t, again)
+}
+
+// A Commit that keeps the lock, but whose script hands it to an owner
+// that asked, is the holder's own release, though the watch may read
+// the new owner before the Commit's reply comes: here the command
+// connection is 5 ms farther than the Subscriber's, as under
+// WithReplicaAck's WAIT or another network path.
+func TestACommitThatHandsTheLockOnIsNoLoss(t *testing.T) {
+	bothModes(t, func(t *testing.T, mode string) {
+		srv := redistest.Start(t)
+		p, err := faultproxy.Start(srv.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { require.NoError(t, p.Close()) })
+		c, err := conn.NewClient(p.Addr())
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = c.Close() })
+		sub, err := subscriber.New(context.Background(), srv.Addr)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = sub.Close() })
+		l, err := lock.New(c, sub, modeOptions(mode, lock.WithTTL(time.Minute))...)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		other := open(t, srv, modeOptions(mode, lock.WithTTL(time.Minute))...)
+
+		ls := mustLock(t, l, "k")
+		ctx := ls.Context(context.Background())
+		awaitTracked(t, srv)
+		got := lockInBackground(context.Background(), other, "k")
+		redistest.Eventually(t, func() bool { return waitersOf(t, srv, mode, "k") > 0 }, 2*time.Second, time.Millisecond, "the other Lock never waited")
+		p.SetLatency(5 * time.Millisecond)
+		held, err := ls.Commit(context.Background(), lock.Write{Key: l.Key("k") + ":state", Value: "v", TTL: time.Minute})
+		require.NoError(t, err)
+		require.False(t, held)
+		o := <-got
+		require.NoError(t, o.err)
+		mustUnlock(t, o.lease)
+		require.ErrorIs(t, context.Cause(ctx), lock.ErrReleased)
+	})
+}
+
+// A Subscriber that reads another database than the commands (or, for
+// a moment after a Sentinel failover, another server) reads the lock
+// gone: the lease confirms the loss where its own commands go before it
+// ends, and watches again, paced, meanwhile.
+func TestALossTheLocksServerDeniesEndsNothing(t *testing.T) {
+	srv := redistest.Start(t)
+	c, err := conn.NewClient(srv.Addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = c.Close() })
+	sub, err := subscriber.New(context.Background(), srv.Addr, subscriber.WithConnOptions(conn.WithDB(1)))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sub.Close() })
+	l, err := lock.New(c, sub, lock.WithTTL(time.Minute))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	ls := mustLock(t, l, "k")
+	ctx := ls.Context(context.Background())
+	before := commandCalls(t, srv)
+	requireHeldFor(t, ctx, 500*time.Millisecond, "a Subscriber on another database")
+	calls := commandCalls(t, srv) - before
+	t.Logf("%d commands in 500 ms while the two disagreed", calls)
+	require.Less(t, calls, int64(60), "the watch asks again faster than its pace")
+	mustUnlock(t, ls)
 }

@@ -115,6 +115,8 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 	} else {
 		sc = c.fastCommit(&w)
 	}
+	ls.setHanding(true)
+	defer ls.setHanding(false)
 	r, err := l.runAcked(ctx, c.cmd, sc, nil)
 	if err != nil {
 		if mayHaveRun(err) {
@@ -145,8 +147,10 @@ func (ls *Lease) Commit(ctx context.Context, w Write) (held bool, err error) {
 		ls.markLost()
 		return false, c.errorf("commit", ErrNotHeld)
 	case 0:
-		// Written, and handed to the owner that asked.
+		// Written, and handed to the owner that asked: whatever the
+		// watch read of the lock meanwhile was the hand-off.
 		ls.mu.Lock()
+		ls.heardLoss = 0
 		ls.endLocked(released, observe.Released)
 		ls.mu.Unlock()
 		return false, nil
@@ -161,4 +165,21 @@ func (c *claim) commitArgs(w *Write) []string {
 	l := c.l
 	return commitArgs{owner: c.owner, value: w.Value, stateTTL: millis(w.TTL), keep: !w.Unlock, ttl: l.ttlArg,
 		ifExists: w.IfExists, publish: l.publish, retention: l.retentionArg}.argv()
+}
+
+// setHanding marks a commit that may hand the lock on as on its way, or,
+// with false, as answered: a loss the watch found meanwhile that the
+// reply did not explain (a hand-off, a lock found gone) ends the lease
+// now, for the reason the watch found.
+func (ls *Lease) setHanding(on bool) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	ls.handing = on
+	if on {
+		return
+	}
+	if why := ls.heardLoss; why != 0 {
+		ls.heardLoss = 0
+		ls.endLocked(lost, why)
+	}
 }

@@ -192,6 +192,10 @@ func (s *Subscriber) checkHolds(cn *conn.Conn) (retry bool) {
 	}
 	if !s.tracking {
 		if terr := replies[0].Err(); terr != nil {
+			if notNow(terr) {
+				s.putOff(checks)
+				return true
+			}
 			s.trackingRefused(terr)
 			return false
 		}
@@ -207,11 +211,14 @@ func (s *Subscriber) checkHolds(cn *conn.Conn) (retry bool) {
 		// done. (One that came after the reply, before this goroutine
 		// looked, may be taken for it: the cause is the best reading of
 		// what the server said, the loss itself is not in doubt.)
-		loss, again := lossIn(r, max(c.missing, s.due[c.key]))
-		if again {
+		loss, err := lossIn(r, max(c.missing, s.due[c.key]))
+		switch {
+		case notNow(err):
 			retry = true
-			s.dueLocked(c.key, c.missing)
+			s.putOffLocked(c)
 			continue
+		case err != nil:
+			continue // refused for good (an ACL, say): the key goes unwatched
 		}
 		for _, h := range held[c.from:c.to] {
 			if (loss != 0 || r.Str != h.value) && h.endLocked() {
@@ -242,21 +249,50 @@ type check struct {
 var trackingOn = []string{"CLIENT", "TRACKING", "ON"}
 
 // lossIn reads the reply to a held key's GET: how the key was lost, or 0
-// when it holds a string (to compare with each holding's value); again
-// when the server could not answer for now.
-func lossIn(r resp.Value, missing Loss) (loss Loss, again bool) {
+// when it holds a string (to compare with each holding's value); or the
+// server's error where it did not answer.
+func lossIn(r resp.Value, missing Loss) (Loss, error) {
 	err := r.Err()
 	switch {
 	case r.IsNull():
-		return missing, false
+		return missing, nil
 	case err == nil && (r.Type == resp.Bulk || r.Type == resp.SimpleString || r.Type == resp.Verbatim):
-		return 0, false
+		return 0, nil
 	case errors.Is(err, resp.Moved), errors.Is(err, resp.Ask):
-		return Moved, false
+		return Moved, nil
 	case errors.Is(err, resp.WrongType), err == nil:
-		return Overwritten, false
+		return Overwritten, nil
 	}
-	return 0, true // LOADING, BUSY, TRYAGAIN, ...: not an answer
+	return 0, err
+}
+
+// notNow reports whether err is a server's refusal for now (loading its
+// data, running a long script, a cluster in change), after which the
+// same command may succeed.
+func notNow(err error) bool {
+	for _, p := range []resp.Prefix{resp.Loading, resp.Busy, "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"} {
+		if errors.Is(err, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// putOff marks the keys of checks due again, for the retry timer to read
+// (see holdRetry), not at once: a server that refuses for now would be
+// asked again as fast as it answers.
+func (s *Subscriber) putOff(checks []check) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range checks {
+		s.putOffLocked(c)
+	}
+}
+
+func (s *Subscriber) putOffLocked(c check) {
+	if len(s.holds[c.key]) > 0 && s.due[c.key] < c.missing {
+		s.due[c.key] = c.missing
+	}
 }
 
 // unheard tells every holding that its key's changes go unheard until

@@ -164,3 +164,58 @@ func TestABrokenConnectionIsToldAndTheHoldingGoesOn(t *testing.T) {
 	srv.Do(t, "DEL", "k")
 	requireLoss(t, told, subscriber.Removed)
 }
+
+// A server that refuses client-side caching for now (a script past its
+// time limit answers BUSY) is asked again, paced, and the holding is
+// watched once it answers.
+func TestAServerBusyAtTheFirstReadIsAskedAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Do(t, "CONFIG", "SET", "busy-reply-threshold", "50")
+	s := newSubscriber(t, srv, subscriber.WithoutKeyspaceEvents())
+	srv.Do(t, "SET", "k", "mine")
+	busy, err := conn.Dial(context.Background(), srv.Addr)
+	require.NoError(t, err)
+	defer busy.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = busy.Do(context.Background(), "EVAL", "local s = redis.call('TIME')[1] while tonumber(redis.call('TIME')[1]) < s + 2 do end return 1", "0")
+	}()
+	time.Sleep(200 * time.Millisecond) // past the threshold: BUSY for the others
+	lost := make(chan subscriber.Loss, 4)
+	h, err := s.Hold("k", "mine", lossesOnly(lost))
+	require.NoError(t, err)
+	defer h.Close()
+	<-done
+	redistest.Eventually(t, func() bool {
+		return strings.Contains(srv.Do(t, "CLIENT", "LIST", "TYPE", "pubsub").Str, "flags=Pt ")
+	}, 2*time.Second, time.Millisecond, "tracking never turned on")
+	srv.Do(t, "DEL", "k")
+	requireLoss(t, lost, subscriber.Removed)
+}
+
+// A read the server refuses for good (an ACL without GET) is not asked
+// again: the key goes unwatched, and the connection is not flooded.
+func TestAReadRefusedForGoodIsNotAskedAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	srv.Do(t, "ACL", "SETUSER", "sub", "on", ">pw", "~*", "&*", "+@all", "-get")
+	s := newSubscriberAt(t, "redis://sub:pw@"+srv.Addr, subscriber.WithoutKeyspaceEvents())
+	srv.Do(t, "SET", "k", "mine")
+	h, err := s.Hold("k", "mine", func(subscriber.Loss) {})
+	require.NoError(t, err)
+	defer h.Close()
+	time.Sleep(50 * time.Millisecond)
+	before := srv.Do(t, "INFO", "commandstats").Str
+	time.Sleep(500 * time.Millisecond)
+	require.Equal(t, getRejections(before), getRejections(srv.Do(t, "INFO", "commandstats").Str), "the refused GET was sent again")
+}
+
+// getRejections is the count of GETs the server refused, from INFO
+// commandstats.
+func getRejections(stats string) string {
+	_, after, _ := strings.Cut(stats, "cmdstat_get:")
+	line, _, _ := strings.Cut(after, "\r\n")
+	_, n, _ := strings.Cut(line, "rejected_calls=")
+	n, _, _ = strings.Cut(n, ",")
+	return n
+}
