@@ -147,7 +147,7 @@
 // failover to a replica that lacked it. Once a lease's Done, Context or
 // Err has been asked for, the server tells this process of such a loss
 // as it happens, and the lease ends within milliseconds (on loopback,
-// within 5 ms p99 of the command that lost it, 1.2 ms typically, in
+// within 5 ms p99 of the command that lost it, 1.3 ms typically, in
 // tests under -race), for a cause
 // that says how: [ErrRemoved], [ErrOverwritten], [ErrFlushed], each
 // matching [ErrLost]. A lease whose Done nobody asked for costs nothing

@@ -28,8 +28,9 @@ const lossRounds = 200
 // context ended, on loopback (the server reports the loss as it
 // happens); and caseBound, the p99 of each case's own 200. Over 50 runs
 // with -race, on a 2-vCPU machine that other tests shared: the runs'
-// p99 were 0.86-4.0 ms (median 1.2 ms), their cases' 0.37-8.7 ms
-// (median 1.1 ms). A few milliseconds without a CPU for the test, the
+// p99 were 0.63-3.7 ms (median 1.3 ms), their cases' 0.46-5.4 ms
+// (median 1.1 ms); an earlier build, without the confirmation, saw a
+// case's p99 reach 8.7 ms. A few milliseconds without a CPU for the test, the
 // server or the Subscriber delay two or three losses in a row, which is
 // a case's p99 but not a run's. caseBound is over twice the worst case
 // seen; lossBound is the figure the docs promise.
