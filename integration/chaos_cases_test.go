@@ -35,6 +35,11 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 		r.PreDone, r.LastOpenLate = true, ms(lastOpenLate)
 		return r
 	}
+	// ended is r seen closed at closed, for the reason end.
+	ended := func(r chaosRecord, closed float64, end string) chaosRecord {
+		r.Closed, r.End = ms(closed), end
+		return r
+	}
 	cases := []struct {
 		name string
 		recs []chaosRecord
@@ -109,6 +114,12 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 		{"an Unlock without a context within its release timeout", []chaosRecord{
 			{Kind: recUnlock, ID: "u", Key: "k", Lease: "a", Call: 0, Ret: int64(releaseTimeout), Class: classUncertain},
 		}, nil, ""},
+		{"Done closed with Err nil", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 5.9, 10), 6, endNil),
+		}, nil, findCause},
+		{"a lease's context ended with another cause than Err's", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 5.9, 10), 6, endMismatch),
+		}, nil, findCause},
 		{"baton panicked", []chaosRecord{
 			{Kind: recLock, ID: "l", Key: "k", Call: 0, Ret: 1, Class: classBadPanic, Err: "boom"},
 		}, nil, findPanic},

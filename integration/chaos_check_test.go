@@ -47,6 +47,7 @@ const (
 	findQueueLeft    = "queue-left"    // a fair queue left after every Locker closed
 	findNoTTL        = "no-ttl"        // a key without a TTL
 	findSecret       = "secret"        // a text of the round said a password
+	findCause        = "cause"         // a lease's Err, or its context's cause, not why it ended
 )
 
 // chaosVerdict is what the checks of one round found, and its figures.
@@ -123,7 +124,10 @@ func roundMap(m map[string]time.Duration) map[string]time.Duration {
 //     conn.UncertainError did not land, an uncertain one may have;
 //   - Extend refuses an out-of-range TTL with lock.ErrInvalid, and takes
 //     any TTL in range; no two Unlocks of one lease succeed;
-//   - no lease's Done is seen open once its Locker's Close returned;
+//   - no lease's Done is seen open once its Locker's Close returned; once
+//     it is closed, Err is an error the lock package names, and the
+//     lease's context, if it was watched through one, ended with the
+//     same cause;
 //   - no call returns more than chaosGrace after its context ended, an
 //     Unlock after its release timeout, a Close after two;
 //   - nothing panicked but fn, and no process saw a Modify's lock kept
@@ -144,6 +148,10 @@ func checkChaos(recs []chaosRecord, reads []modifyOp, releaseTimeout time.Durati
 			v.flag(findKept, r.Key, r.Call, []string{r.Lease}, "%s", r.Note)
 		case recLease:
 			v.leases++
+			switch r.End {
+			case endNil, endMismatch, endOther:
+				v.flag(findCause, r.Key, r.Closed, []string{r.ID}, "lease %s (fence %d): Done closed with Err %s: %s", r.ID, r.Fence, r.End, r.Err)
+			}
 		case recClose:
 			closedAt[r.Actor] = r.Ret
 		}

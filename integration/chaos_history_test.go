@@ -45,6 +45,12 @@ type chaosRecord struct {
 	LastOpenLate int64  `json:"openl,omitempty"`
 	Closed       int64  `json:"closed,omitempty"`
 	PreDone      bool   `json:"pre,omitempty"`
+	// A lease (recLease): whether its watcher watched the context that
+	// Lease.Context made rather than Done (Via "context"), and why it
+	// ended, as Lease.Err said once Done was seen closed (End: one of the
+	// end* constants; Err holds the error's text).
+	Via string `json:"via,omitempty"`
+	End string `json:"end,omitempty"`
 
 	// A Modify (recModify): when fn last started and returned, the count
 	// it saw, and the first characters of the owner of the lock as fn
@@ -71,6 +77,19 @@ const (
 	recEvent   = "event"   // an observer's event worth the history: a release that failed in the background
 	recLeak    = "leak"    // a text that said a password, as a process's leakScan found it; Note says where, and the text redacted
 	recScanned = "scanned" // how many texts a process's leakScan read; Note counts them
+)
+
+// How a lease ended, by the error Lease.Err gave once Done was closed.
+const (
+	endLost     = "lost"     // matches lock.ErrLost
+	endReleased = "released" // lock.ErrReleased
+	endExpired  = "expired"  // lock.ErrExpired
+	endClosed   = "closed"   // lock.ErrClosed
+	endNil      = "nil"      // nil, though Done was closed
+	endOther    = "other"    // anything else
+	// endMismatch: the cause of the lease's context (context.Cause) was
+	// not Lease.Err's.
+	endMismatch = "mismatch"
 )
 
 // The classes of what a call returned.
@@ -202,6 +221,12 @@ func (r chaosRecord) describe(origin int64) string {
 		fmt.Fprintf(&b, " fence=%d ttl=%v watch=%s open-until=%s closed-seen=%s", r.Fence, time.Duration(r.TTL), ms(r.WatchAt), ms(r.LastOpen), ms(r.Closed))
 		if r.PreDone {
 			b.WriteString(" extended-before-Done")
+		}
+		if r.Via != "" {
+			fmt.Fprintf(&b, " via=%s", r.Via)
+		}
+		if r.End != "" {
+			fmt.Fprintf(&b, " end=%s", r.End)
 		}
 	case recModify:
 		fmt.Fprintf(&b, " fn=%s..%s old=%d hold=%v", ms(r.FnStart), ms(r.FnEnd), r.Old, r.Hold)

@@ -155,6 +155,10 @@ type leaseRun struct {
 	// finished is closed once the watcher has recorded the lease.
 	finished chan struct{}
 
+	// viaContext says that the watcher watches the lease's Context
+	// rather than its Done; set before the watcher starts.
+	viaContext bool
+
 	mu       sync.Mutex // guards the fields below
 	watchAt  int64      // when the watcher first called Done
 	lastOpen int64      // the last moment Done was seen open
@@ -163,6 +167,12 @@ type leaseRun struct {
 	lastOpenLate int64
 	closed       int64 // when Done was first seen closed
 	preDone      bool  // the holder extended the lease before Done was called
+	// done is the channel the watcher watches: Done's, or that of the
+	// context Lease.Context made; nil until it asked for it.
+	done <-chan struct{}
+	// end and endErr are why the lease ended (end*), as Lease.Err said
+	// once the watcher saw done closed, and the error's text.
+	end, endErr string
 }
 
 // firstLookGrace is how long after the first call of Done an open Done
@@ -172,9 +182,14 @@ type leaseRun struct {
 const firstLookGrace = 50 * time.Millisecond
 
 // watch starts the lease's watcher: at a random moment within a quarter
-// of the TTL (a tenth of a second at most) it calls Done, and from then
-// on looks at it every millisecond or two until it sees it closed, or the
-// process's round ends. It records the lease when it stops.
+// of the TTL (a tenth of a second at most) it calls Done, or, for a
+// third of the leases, Context, whose context must end with the lease,
+// and from then on looks at it every millisecond or two until it sees it
+// closed, or the process's round ends; once it is closed, it records
+// why the lease ended (Err, and the context's cause, which must be the
+// same). It records the lease when it stops. Either call has the lease's
+// lock watched on the server, so that a lock another client deleted or
+// overwrote ends the lease at once.
 //
 // What the checks take as the lease's holding is the time from its grant
 // to the last moment Done was seen open: the time is read before each
@@ -188,7 +203,8 @@ const firstLookGrace = 50 * time.Millisecond
 func (a *actor) watch(rng *rand.Rand, g *generation, grant chaosRecord, lease *lock.Lease) *leaseRun {
 	lr := &leaseRun{
 		a: a, g: g, lease: lease, watching: make(chan struct{}), proceed: make(chan struct{}), finished: make(chan struct{}),
-		rec: chaosRecord{Kind: recLease, ID: grant.ID, Lease: grant.ID, Actor: g.id, Key: grant.Key, Call: grant.Ret, Fence: grant.Fence, TTL: int64(a.spec.TTL)},
+		rec:        chaosRecord{Kind: recLease, ID: grant.ID, Lease: grant.ID, Actor: g.id, Key: grant.Key, Call: grant.Ret, Fence: grant.Fence, TTL: int64(a.spec.TTL)},
+		viaContext: rng.IntN(3) == 0,
 	}
 	delay := time.Duration(rng.Int64N(int64(min(a.spec.TTL/4, 100*time.Millisecond)) + 1))
 	poll := rand.New(rand.NewPCG(rng.Uint64(), rng.Uint64()))
@@ -212,7 +228,17 @@ func (a *actor) watch(rng *rand.Rand, g *generation, grant chaosRecord, lease *l
 		lr.mu.Lock()
 		lr.watchAt = now()
 		lr.mu.Unlock()
-		done := lease.Done()
+		var ctx context.Context
+		var done <-chan struct{}
+		if lr.viaContext {
+			ctx = lease.Context(context.Background())
+			done = ctx.Done()
+		} else {
+			done = lease.Done()
+		}
+		lr.mu.Lock()
+		lr.done = done
+		lr.mu.Unlock()
 		close(lr.watching)
 		for {
 			lr.look()
@@ -220,9 +246,12 @@ func (a *actor) watch(rng *rand.Rand, g *generation, grant chaosRecord, lease *l
 			select {
 			case <-done:
 				lr.look()
+				lr.cause(ctx)
 				return
 			case <-a.p.stopWatch:
-				lr.look()
+				if !lr.look() {
+					lr.cause(ctx)
+				}
 				return
 			case <-t.C:
 			}
@@ -235,8 +264,14 @@ func (a *actor) watch(rng *rand.Rand, g *generation, grant chaosRecord, lease *l
 // lease was seen held if Done is open. It reports whether it was.
 func (lr *leaseRun) look() bool {
 	t := now()
+	lr.mu.Lock()
+	done := lr.done
+	lr.mu.Unlock()
+	if done == nil {
+		done = lr.lease.Done()
+	}
 	select {
-	case <-lr.lease.Done():
+	case <-done:
 		lr.mu.Lock()
 		if lr.closed == 0 {
 			lr.closed = now()
@@ -254,10 +289,48 @@ func (lr *leaseRun) look() bool {
 	}
 }
 
+// cause records why the lease ended, as Err says once Done is closed,
+// and checks that ctx, the lease's context if the watcher watched one,
+// ended with the same cause.
+func (lr *leaseRun) cause(ctx context.Context) {
+	err := lr.lease.Err()
+	end := endClass(err)
+	if ctx != nil {
+		if c := context.Cause(ctx); c != err {
+			end = endMismatch
+			err = fmt.Errorf("the context's cause %v, Err %w", c, err)
+		}
+	}
+	lr.mu.Lock()
+	defer lr.mu.Unlock()
+	lr.end, lr.endErr = end, lr.a.p.scan.err("Err of lease "+lr.rec.ID, err)
+}
+
+// endClass sorts the error Lease.Err gives once Done is closed (end*).
+func endClass(err error) string {
+	switch {
+	case err == nil:
+		return endNil
+	case errors.Is(err, lock.ErrLost):
+		return endLost
+	case errors.Is(err, lock.ErrReleased):
+		return endReleased
+	case errors.Is(err, lock.ErrExpired):
+		return endExpired
+	case errors.Is(err, lock.ErrClosed):
+		return endClosed
+	}
+	return endOther
+}
+
 func (lr *leaseRun) record() {
 	lr.mu.Lock()
 	r := lr.rec
 	r.WatchAt, r.LastOpen, r.LastOpenLate, r.Closed, r.PreDone = lr.watchAt, lr.lastOpen, lr.lastOpenLate, lr.closed, lr.preDone
+	r.End, r.Err = lr.end, lr.endErr
+	if lr.viaContext {
+		r.Via = "context"
+	}
 	lr.mu.Unlock()
 	r.Ret = now()
 	lr.a.p.rec.add(r)

@@ -57,16 +57,16 @@ var chaosKinds = []chaosActor{
 // worker processes), each a Locker of a random kind (chaosKinds) with
 // three goroutines, make random calls on three shared locks (chaos_ops:
 // Lock and TryLock with very short and cancelled contexts, a random
-// sequence of Extend, Unlock and looks at Done on each lease, Modify with
-// fn that succeeds, fails, panics, cancels or outlives the TTL, Close and
-// a new Locker), while random faults strike the server (chaos_faults),
-// which requires a password (chaosPassword) and which the Lockers reach
-// through a fault proxy. After each round every Locker has closed; the
-// server must hold no lock and no queue, every key must have a TTL, no
-// text of the round may say the password (checkSecrets), and the history
-// must pass every check of checkChaos. A failure prints the seed, the history
-// around each violation, and the command that runs the failed round
-// again.
+// sequence of Extend, Unlock and looks at Done, or at the lease's Context,
+// on each lease, Modify with fn that succeeds, fails, panics, cancels or
+// outlives the TTL, Close and a new Locker), while random faults strike
+// the server (chaos_faults), which requires a password (chaosPassword) and
+// which the Lockers reach through a fault proxy. After each round every
+// Locker has closed; the server must hold no lock and no queue, every key
+// must have a TTL, no text of the round may say the password
+// (checkSecrets), and the history must pass every check of checkChaos. A
+// failure prints the seed, the history around each violation, and the
+// command that runs the failed round again.
 func TestChaos(t *testing.T) {
 	chaosBothModes(t, 0, func(t *testing.T, b *backend) chaosTarget {
 		return serverTarget(t, b.start(t, spec{}))

@@ -74,54 +74,53 @@
 // The checker. TestChaos is the randomized, model-checked stress test of
 // issue 26: round after round, in each mode, four actors (Lockers of a
 // random kind, with or without a Manager and its hold; two in the test's
-// process, two in worker processes) make random calls on three locks:
-// Lock and TryLock with very short and cancelled contexts, Extend with
-// shorter, longer, concurrent and out-of-range TTLs, Unlock twice and
-// concurrently, Modify whose fn fails, panics, cancels or outlives the
-// TTL or puts the server out of memory, and Close at random moments,
-// while the server's connections are killed, it is paused, its scripts
-// flushed, its memory full, a PSUBSCRIBE * client listens, and, for
-// 200ms to 1.5s at a time, with its client connections cut first, it
-// accepts each new connection and cuts it at once (accept-close: a load
-// balancer with no server behind it) or accepts each and answers
-// nothing (frozen-handshake: redials hang in their AUTH). The server
-// requires a password, new in each run, which the Lockers' URL carries,
-// and they reach it through a fault proxy (internal/faultproxy), whose
-// Refuse and Blackhole make those two faults. Each round's history, on
-// CLOCK_MONOTONIC, must show no two owners of a lock at once (a lease
-// owns it from its grant to the last moment its Done was seen open, less
-// 10ms for a timer that runs late on a loaded machine: see
-// doneLateness), fencing tokens that increase, counts that are
-// linearizable, calls that end in time, once every Locker closed no
-// lock, queue or key without a TTL left on the server, and no text that
+// process, two in worker processes) make random calls on three locks: Lock
+// and TryLock with very short and cancelled contexts, Extend with shorter,
+// longer, concurrent and out-of-range TTLs, Unlock twice and concurrently,
+// Modify whose fn fails, panics, cancels or outlives the TTL or puts the
+// server out of memory, and Close at random moments, each lease watched
+// through its Done or its Context (whose cause must be Err's), while the
+// server's connections are killed, it is paused, its scripts flushed, its
+// memory full, a PSUBSCRIBE * client listens, and, for 200ms to 1.5s at a
+// time, with its client connections cut first, it accepts each new
+// connection and cuts it at once (accept-close: a load balancer with no
+// server behind it) or accepts each and answers nothing (frozen-handshake:
+// redials hang in their AUTH). The server requires a password, new in each
+// run, which the Lockers' URL carries, and they reach it through a fault
+// proxy (internal/faultproxy), whose Refuse and Blackhole make those two
+// faults. Each round's history, on CLOCK_MONOTONIC, must show no two
+// owners of a lock at once (a lease owns it from its grant to the last
+// moment its Done was seen open, less 10ms for a timer that runs late on a
+// loaded machine: see doneLateness), fencing tokens that increase, counts
+// that are linearizable, calls that end in time, once every Locker closed
+// no lock, queue or key without a TTL left on the server, and no text that
 // says the password: no error of any call, nor any error it wraps, no
 // event of the Lockers' observers, no record of their loggers, no fault's
 // note or error, and nothing a worker process printed, may hold it, as
 // given or percent-encoded (the round fails quoting the text with the
-// password hidden). The rounds follow from one seed: a failure prints
-// it, the history around each violation (releases that failed in the
-// background among it), and the command that runs the failed round
-// again (-chaos.seed, -chaos.time, -chaos.round; -chaos.on runs on after
-// a failure). TestChaosOnACluster (not under -short) runs the same
-// rounds on a cluster of three primaries with a replica each, whose
-// nodes require a password (processes; containers require none), with
-// Lockers that wait for a replica's acknowledgement (WithReplicaAck), and
-// adds two faults: a reshard of a round key's slot that leaves it open
-// up to 1.5s (TRYAGAIN meanwhile), and a failover of a round key's
-// primary (a SIGKILL, the replica's promotion, the node's return); the
-// other faults strike a node picked at random, its clients reaching it
-// with no proxy between: accept-close is maxclients 1 there (the server
-// accepts, says "max number of clients reached" and closes), and
-// frozen-handshake is CLIENT PAUSE ALL. TestChaosThroughSentinels (not
-// under -short) runs them through a redis+sentinel URL on a primary with
-// two replicas and three sentinels, with WithReplicaAck(2) (both
-// replicas) and a 20s release timeout that outlasts a failover, adding a
-// killed primary (promoted replica, the node back as its replica) and a
-// frozen sentinel to the faults, and sparing the sentinels' own
-// connections from the two above, which last 600ms at most there; its
-// history also notes each primary a sentinel comes to name, at which
-// epoch, since the sentinels fail over on their own too when a loaded
-// node misses their pings.
+// password hidden). The rounds follow from one seed: a failure prints it,
+// the history around each violation (releases that failed in the
+// background among it), and the command that runs the failed round again
+// (-chaos.seed, -chaos.time, -chaos.round; -chaos.on runs on after a
+// failure). TestChaosOnACluster (not under -short) runs the same rounds on
+// a cluster of three primaries with a replica each, whose nodes require a
+// password (processes; containers require none), with Lockers that wait
+// for a replica's acknowledgement (WithReplicaAck), and adds two faults: a
+// reshard of a round key's slot that leaves it open up to 1.5s (TRYAGAIN
+// meanwhile), and a failover of a round key's primary (a SIGKILL, the
+// replica's promotion, the node's return); the other faults strike a node
+// picked at random, its clients reaching it with no proxy between:
+// accept-close is maxclients 1 there (the server accepts, says "max number
+// of clients reached" and closes), and frozen-handshake is CLIENT PAUSE
+// ALL. TestChaosThroughSentinels (not under -short) runs them through a
+// redis+sentinel URL on a primary with two replicas and three sentinels,
+// with WithReplicaAck(2) (both replicas) and a 20s release timeout that
+// outlasts a failover, adding a killed primary (promoted replica, the node
+// back as its replica) and a frozen sentinel to the faults, and sparing
+// the sentinels' own connections from the two above, which last 600ms at
+// most there; its history also notes each primary a sentinel comes to
+// name, at which epoch, since the sentinels fail over on their own too
+// when a loaded node misses their pings.
 //
 // Sentinel. Each backend also starts a primary with two replicas watched
 // by three sentinels: processes, or containers on a network of their own,
