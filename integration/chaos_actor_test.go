@@ -123,6 +123,7 @@ type generation struct {
 	id      string // <proc>.<actor>#<n>
 	locker  *lock.Locker
 	manager *manager.Manager[counter] // nil for an actor without one
+	obs     *genObserver
 
 	mu       sync.Mutex // guards inflight
 	inflight map[*opCtx]struct{}
@@ -182,7 +183,7 @@ func startChaosProc(ctx context.Context, plan chaosPlan) (*chaosProc, error) {
 		return nil, err
 	}
 	p := &chaosProc{plan: plan, rec: rec, scan: &leakScan{forms: newSecretForms(plan.Secrets...), rec: rec}, stopWatch: make(chan struct{})}
-	p.inspector, err = lock.Open(ctx, plan.Addr, p.lockOptions(time.Second)...)
+	p.inspector, err = lock.Open(ctx, plan.Addr, p.lockOptions(time.Second, p)...)
 	if err != nil {
 		p.scan.err("the inspector's Open", err)
 		p.scan.recordCounts()
@@ -203,10 +204,12 @@ func startChaosProc(ctx context.Context, plan chaosPlan) (*chaosProc, error) {
 }
 
 // lockOptions are the options of every Locker of the process: ttl, the
-// plan's, and the process's scan as observer and log, at every level.
-func (p *chaosProc) lockOptions(ttl time.Duration) []lock.Option {
+// plan's, obs as observer (the process, or a generation's observer that
+// passes every event on to it), and the process's scan as log, at every
+// level.
+func (p *chaosProc) lockOptions(ttl time.Duration, obs observe.Observer) []lock.Option {
 	logger := slog.New(slog.NewJSONHandler(p.scan, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	opts := []lock.Option{lock.WithTTL(ttl), lock.WithObserver(p), lock.WithLogger(logger)}
+	opts := []lock.Option{lock.WithTTL(ttl), lock.WithObserver(obs), lock.WithLogger(logger)}
 	if p.plan.Fair {
 		opts = append(opts, lock.WithFair())
 	}
@@ -219,8 +222,9 @@ func (p *chaosProc) lockOptions(ttl time.Duration) []lock.Option {
 	return opts
 }
 
-// Observe is the observer of every Locker of the process: it has the
-// scan read each event, and records each release that failed in the
+// Observe is the observer of every Locker of the process (through a
+// generation's genObserver, but for the inspector's): it has the scan
+// read each event, and records each release that failed in the
 // background (recEvent), which no caller hears of, for the history a
 // lock left held is explained with.
 func (p *chaosProc) Observe(e observe.Event) {
@@ -325,12 +329,14 @@ func (a *actor) open(ctx context.Context) (*generation, error) {
 	openCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	call := now()
-	l, err := lock.Open(openCtx, a.p.plan.Addr, a.p.lockOptions(a.spec.TTL)...)
+	obs := newGenObserver(a.p, id)
+	l, err := lock.Open(openCtx, a.p.plan.Addr, a.p.lockOptions(a.spec.TTL, obs)...)
 	a.p.rec.add(chaosRecord{Kind: recOpen, ID: id, Actor: id, Call: call, Ret: now(), Class: classify(err), Err: a.p.scan.err("Open "+id, err), Note: a.spec.String()})
 	if err != nil {
+		obs.close()
 		return nil, err
 	}
-	g := &generation{id: id, locker: l, inflight: map[*opCtx]struct{}{}}
+	g := &generation{id: id, locker: l, obs: obs, inflight: map[*opCtx]struct{}{}}
 	if a.spec.Manager {
 		opts := []manager.Option{manager.WithStateTTL(a.spec.StateTTL)}
 		if a.spec.Hold > 0 {
@@ -355,6 +361,7 @@ func (a *actor) closeGen(g *generation, cancelFirst bool) {
 		err = g.manager.Close()
 	}
 	err = errors.Join(err, g.locker.Close())
+	g.obs.close() // Close delivered the events before it returned
 	a.p.rec.add(chaosRecord{Kind: recClose, ID: g.id + ".close", Actor: g.id, Call: call, Ret: now(), Class: classify(err), Err: a.p.scan.err("Close "+g.id, err), Note: note})
 }
 

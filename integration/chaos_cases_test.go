@@ -40,6 +40,12 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 		r.Closed, r.End = ms(closed), end
 		return r
 	}
+	// loseLock is a lose-lock fault at call that struck the lease with
+	// fence.
+	loseLock := func(call float64, fence uint64) chaosRecord {
+		return chaosRecord{Kind: recFault, ID: "fault.1", Key: "k", Fence: fence, Call: ms(call), Ret: ms(call + 0.2), Note: "lose-lock del k"}
+	}
+	bound := float64(lossBound) / 1e6 // ms
 	cases := []struct {
 		name string
 		recs []chaosRecord
@@ -114,6 +120,49 @@ func TestTheChaosChecksCatchWhatTheyMust(t *testing.T) {
 		{"an Unlock without a context within its release timeout", []chaosRecord{
 			{Kind: recUnlock, ID: "u", Key: "k", Lease: "a", Call: 0, Ret: int64(releaseTimeout), Class: classUncertain},
 		}, nil, ""},
+		{"a lease whose lock a fault deleted, taken by another owner before it heard", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 25, 10), 26, endLost), loseLock(5, 10),
+			lock("b", 5.1, 5.3, 11), otherActor(lease("b", 5.3, 5.4, 30, 11)),
+		}, nil, ""},
+		{"a lease seen held after the next grant, its lock deleted after that", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 25, 10), 26, endLost), loseLock(20, 10),
+			lock("b", 2.5, 3, 11), otherActor(lease("b", 3, 4, 30, 11)),
+		}, nil, findOverlap},
+		{"a lease that heard late that its lock was deleted", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 5+bound, 10), 5+bound+1, endLost), loseLock(5, 10),
+		}, nil, findLateLoss},
+		{"a lease whose Done was first asked for after the fault counts from then", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 5+bound, 5+bound, 10), 5+bound+1, endLost), loseLock(5, 10),
+		}, nil, ""},
+		{"a lease whose subscribe connection was down counts from its return", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 5+bound, 10), 5+bound+1, endLost), loseLock(5, 10),
+			{Kind: recOutage, ID: "o", Actor: "p.a#1", Call: ms(4), Ret: ms(5 + bound)},
+		}, nil, ""},
+		{"a lease whose subscribe connection came back long before it heard", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 8+bound, 10), 8+bound+1, endLost), loseLock(5, 10),
+			{Kind: recOutage, ID: "o", Actor: "p.a#1", Call: ms(4), Ret: ms(7)},
+		}, nil, findLateLoss},
+		{"a struck lease that ended released with no Unlock of its own", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 5.9, 10), 6, endReleased), loseLock(5, 10),
+		}, nil, findCause},
+		{"a struck lease that its Unlock ended first", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 5.1, 10), 5.2, endReleased), loseLock(5, 10),
+			{Kind: recUnlock, ID: "u", Key: "k", Lease: "a", Call: ms(5.1), Ret: ms(6), Class: classNotHeld},
+		}, nil, ""},
+		{"a lease that ended lost with no fault", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 5.9, 10), 6, endLost),
+		}, nil, findFalseLoss},
+		{"a Modify's lease its observer saw lost with no fault", []chaosRecord{
+			{Kind: recLost, ID: "p.a#1.lost.1", Actor: "p.a#1", Key: "k", Fence: 10, Call: ms(6), Ret: ms(6), Note: "removed"},
+		}, nil, findFalseLoss},
+		{"a lease whose own Extend to 1ms let its lock expire", []chaosRecord{
+			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 5.9, 10), 6, endLost),
+			{Kind: recExtend, ID: "e", Key: "k", Lease: "a", Call: ms(4), Ret: ms(6.5), Class: classNotHeld, Note: "ttl=1000000"},
+		}, nil, ""},
+		{"a Modify's lease handed on by its own write-back", []chaosRecord{
+			{Kind: recModify, ID: "m", Actor: "p.a#1", Key: "k", Call: ms(1), Ret: ms(7), FnStart: ms(2), FnEnd: ms(3), Hold: true, Class: classOK, Note: "ok"},
+			{Kind: recLost, ID: "p.a#1.lost.1", Actor: "p.a#1", Key: "k", Fence: 10, Call: ms(6), Ret: ms(6), Note: "overwritten"},
+		}, read(1), ""},
 		{"Done closed with Err nil", []chaosRecord{
 			lock("a", 0, 1, 10), ended(lease("a", 1, 2, 5.9, 10), 6, endNil),
 		}, nil, findCause},

@@ -48,6 +48,8 @@ const (
 	findNoTTL        = "no-ttl"        // a key without a TTL
 	findSecret       = "secret"        // a text of the round said a password
 	findCause        = "cause"         // a lease's Err, or its context's cause, not why it ended
+	findLateLoss     = "late-loss"     // a lease whose lock a fault took heard of it late
+	findFalseLoss    = "false-loss"    // a lease ended lost though no fault took its lock
 )
 
 // chaosVerdict is what the checks of one round found, and its figures.
@@ -59,7 +61,8 @@ type chaosVerdict struct {
 	overshoot map[string]time.Duration
 	faults    map[string]int
 	leases    int
-	origin    int64 // the first record's time, for printing
+	loss      lossStats // what the lose-lock faults did (checkLosses)
+	origin    int64     // the first record's time, for printing
 	// releaseTimeout is the Lockers' release timeout, which bounds
 	// Unlock and Close.
 	releaseTimeout time.Duration
@@ -93,7 +96,7 @@ func (v chaosVerdict) String() string {
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "%s %v; ", k, v.classes[k])
 	}
-	fmt.Fprintf(&b, "%d leases; faults %v; most past the context's end: %v", v.leases, v.faults, roundMap(v.overshoot))
+	fmt.Fprintf(&b, "%d leases; faults %v; most past the context's end: %v; lose-lock: %v", v.leases, v.faults, roundMap(v.overshoot), v.loss)
 	if sc := v.scanned; sc.texts+sc.errs+sc.events+sc.logs+sc.output > 0 {
 		fmt.Fprintf(&b, "; read for a password: %d texts of the history, %d errors, %d events, %d log records, %d bytes of workers' output",
 			sc.texts, sc.errs, sc.events, sc.logs, sc.output)
@@ -131,7 +134,10 @@ func roundMap(m map[string]time.Duration) map[string]time.Duration {
 //   - no call returns more than chaosGrace after its context ended, an
 //     Unlock after its release timeout, a Close after two;
 //   - nothing panicked but fn, and no process saw a Modify's lock kept
-//     (actor.checkLetGo).
+//     (actor.checkLetGo);
+//   - a lease whose lock a lose-lock fault deleted or overwrote hears of
+//     it within lossBound, and ends for the loss; no lease ends for a
+//     loss that no fault caused (checkLosses).
 func checkChaos(recs []chaosRecord, reads []modifyOp, releaseTimeout time.Duration) chaosVerdict {
 	v := chaosVerdict{classes: map[string]map[string]int{}, overshoot: map[string]time.Duration{}, faults: map[string]int{},
 		releaseTimeout: releaseTimeout}
@@ -184,6 +190,7 @@ func checkChaos(recs []chaosRecord, reads []modifyOp, releaseTimeout time.Durati
 	checkHoldings(&v, recs)
 	checkFences(&v, recs)
 	checkCounts(&v, recs, reads)
+	checkLosses(&v, recs)
 	return v
 }
 
@@ -270,6 +277,11 @@ const doneLateness = int64(10 * time.Millisecond)
 
 // checkHoldings checks that no two holdings of one key overlap.
 //
+// A lease whose lock a lose-lock fault deleted or overwrote holds it
+// until the fault was sent at the latest: the lock is free from then on,
+// and another owner may take it before the struck lease can hear of it
+// (checkLosses bounds how long that takes).
+//
 // A holding starts when its Lock returned, as the actor saw it, unless its
 // Locker's Close had been called by then and Done was never seen open:
 // Close waits for the calls in progress and then releases every lease, so
@@ -280,6 +292,7 @@ const doneLateness = int64(10 * time.Millisecond)
 // own calls return, and a lease seen open was held then.)
 func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
 	byKey := map[string][]holding{}
+	struck := struckAt(recs)
 	extended := map[string][]string{} // lease -> its extensions that succeeded
 	closing := map[string]int64{}     // Locker -> when its Close was called
 	for _, r := range recs {
@@ -317,6 +330,10 @@ func checkHoldings(v *chaosVerdict, recs []chaosRecord) {
 				end, grace = max(end, r.LastOpen), doneLateness
 			}
 			what := fmt.Sprintf("lease %s (fence %d, TTL %v, Done called at %s", r.ID, r.Fence, time.Duration(r.TTL), v.ms(r.WatchAt))
+			if at, ok := struck[leaseID{r.Key, r.Fence}]; ok && at < end {
+				end = max(start, at)
+				what += fmt.Sprintf(", its lock deleted or overwritten at %s", v.ms(at))
+			}
 			if r.PreDone {
 				what += " after its first extensions"
 			}

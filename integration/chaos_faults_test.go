@@ -30,6 +30,9 @@ var chaosFaults = []weighted[string]{
 	// accepted and never answered: clients redial into a server frozen
 	// mid-handshake (its AUTH or HELLO, the servers requiring a password).
 	{3, "frozen-handshake"},
+	// A lock some lease holds deleted or overwritten by a client that
+	// ignores it (see faulter.loseLock): the lease must hear of it.
+	{8, "lose-lock"},
 }
 
 // faulter injects random faults into the server at addr, from admin
@@ -125,6 +128,8 @@ func (f *faulter) inject(kind string) {
 		if f.psub == nil {
 			err = f.startPsub(time.Duration(200+f.rng.IntN(2000)) * time.Millisecond)
 		}
+	case "lose-lock":
+		err = f.loseLock(&r)
 	case "accept-close", "frozen-handshake":
 		var how string
 		how, err = f.outage(kind, time.Duration(200+f.rng.IntN(1300))*time.Millisecond)

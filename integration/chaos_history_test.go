@@ -37,7 +37,9 @@ type chaosRecord struct {
 	// first called Done, the last moment Done was seen open (and the last
 	// such moment firstLookGrace or more after the first call), and when
 	// it was seen closed (0 if never). PreDone marks a lease extended
-	// before Done was first called.
+	// before Done was first called. A lease-losing fault (recFault, Key
+	// set) records the fencing token of the lease it struck, and a lease
+	// lost on the server as its observer heard (recLost) its own.
 	Fence        uint64 `json:"f,omitempty"`
 	TTL          int64  `json:"ttl,omitempty"`
 	WatchAt      int64  `json:"w,omitempty"`
@@ -77,6 +79,14 @@ const (
 	recEvent   = "event"   // an observer's event worth the history: a release that failed in the background
 	recLeak    = "leak"    // a text that said a password, as a process's leakScan found it; Note says where, and the text redacted
 	recScanned = "scanned" // how many texts a process's leakScan read; Note counts them
+	// A lease that a Locker's observer was told ended lost on the server
+	// (observe.Lost, Removed, Overwritten, Flushed, Vanished): Call is when
+	// it ended, Fence its token, Note the reason. Every lease's, a
+	// Modify's too, which no other record shows.
+	recLost = "lost"
+	// A subscribe connection of a Locker generation (Actor) down: Call is
+	// when it broke, Ret when it was back, 0 if it never was.
+	recOutage = "outage"
 )
 
 // How a lease ended, by the error Lease.Err gave once Done was closed.
@@ -227,6 +237,10 @@ func (r chaosRecord) describe(origin int64) string {
 		}
 		if r.End != "" {
 			fmt.Fprintf(&b, " end=%s", r.End)
+		}
+	case recLost, recFault:
+		if r.Fence != 0 {
+			fmt.Fprintf(&b, " fence=%d", r.Fence)
 		}
 	case recModify:
 		fmt.Fprintf(&b, " fn=%s..%s old=%d hold=%v", ms(r.FnStart), ms(r.FnEnd), r.Old, r.Hold)

@@ -189,7 +189,7 @@ const firstLookGrace = 50 * time.Millisecond
 // why the lease ended (Err, and the context's cause, which must be the
 // same). It records the lease when it stops. Either call has the lease's
 // lock watched on the server, so that a lock another client deleted or
-// overwrote ends the lease at once.
+// overwrote ends the lease at once (see faulter.loseLock).
 //
 // What the checks take as the lease's holding is the time from its grant
 // to the last moment Done was seen open: the time is read before each

@@ -60,13 +60,16 @@ var chaosKinds = []chaosActor{
 // sequence of Extend, Unlock and looks at Done, or at the lease's Context,
 // on each lease, Modify with fn that succeeds, fails, panics, cancels or
 // outlives the TTL, Close and a new Locker), while random faults strike
-// the server (chaos_faults), which requires a password (chaosPassword) and
-// which the Lockers reach through a fault proxy. After each round every
-// Locker has closed; the server must hold no lock and no queue, every key
-// must have a TTL, no text of the round may say the password
+// the server (chaos_faults), among them another client's DEL or SET of a
+// held lock (faulter.loseLock), which requires a password (chaosPassword)
+// and which the Lockers reach through a fault proxy. After each round
+// every Locker has closed; the server must hold no lock and no queue,
+// every key must have a TTL, no text of the round may say the password
 // (checkSecrets), and the history must pass every check of checkChaos. A
 // failure prints the seed, the history around each violation, and the
-// command that runs the failed round again.
+// command that runs the failed round again. Each round, and each mode at
+// its end, logs how long the leases whose locks were deleted or
+// overwritten took to hear of it (lossStats).
 func TestChaos(t *testing.T) {
 	chaosBothModes(t, 0, func(t *testing.T, b *backend) chaosTarget {
 		return serverTarget(t, b.start(t, spec{}))
@@ -75,10 +78,11 @@ func TestChaos(t *testing.T) {
 
 // TestChaosOnACluster is TestChaos on a Redis Cluster of three primaries,
 // each with a replica, whose nodes require a password where they are
-// processes, and whose faults add, to those of one server (each on a
-// node picked at random, reached with no proxy between), a reshard of a round key's slot that leaves
-// it open up to 1.5s, and a failover of a round key's primary. Its
-// Lockers acknowledge every write on a replica (WithReplicaAck), so that a
+// processes, and whose faults add, to those of one server (each on a node
+// picked at random, reached with no proxy between; lose-lock on the node
+// of the lock it strikes), a reshard of a round key's slot that leaves it
+// open up to 1.5s, and a failover of a round key's primary. Its Lockers
+// acknowledge every write on a replica (WithReplicaAck), so that a
 // failover loses nothing and every check holds. It runs in make
 // integration, not under -short.
 func TestChaosOnACluster(t *testing.T) {
@@ -136,13 +140,15 @@ func chaosVariant(t *testing.T, target chaosTarget, run chaosRun) {
 	began := time.Now()
 	end := began.Add(run.budget)
 	rounds := 0
+	var loss lossStats // of every round
+	defer func() { t.Logf("chaos: lose-lock faults, %d rounds: %v", rounds, loss) }()
 	for r := *chaosRound; ; r++ {
 		plan := chaosRoundPlan(run, r)
 		if rounds > 0 && time.Until(end) < plan.length+3*time.Second {
 			break
 		}
 		rounds++
-		if !chaosRound1(t, target, run, r, plan) {
+		if !chaosRound1(t, target, run, r, plan, &loss) {
 			t.Errorf("chaos: seed %d, round %d failed, %v after the first round began; run it again with:\n  %s",
 				run.seed, r, time.Since(began).Round(time.Second), rerunCommand(t, run, r))
 			if !*chaosOn {
@@ -179,9 +185,10 @@ func chaosRoundPlan(run chaosRun, round int) roundPlan {
 	return p
 }
 
-// chaosRound1 runs one round and checks it, logging what it found; it
-// reports whether the round passed.
-func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan roundPlan) bool {
+// chaosRound1 runs one round and checks it, logging what it found, and
+// adding what its lose-lock faults did to loss; it reports whether the
+// round passed.
+func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan roundPlan, loss *lossStats) bool {
 	dir := t.TempDir()
 	prefix := fmt.Sprintf("chaos%d-r%d-", run.variant, round)
 	var keys []string
@@ -247,6 +254,7 @@ func chaosRound1(t *testing.T, target chaosTarget, run chaosRun, round int, plan
 	leaks, scanned := checkSecrets(recs, outputs, forms)
 	v := checkChaos(recs, reads, p.plan.releaseBound())
 	v.findings, v.scanned = append(leaks, v.findings...), scanned
+	loss.add(v.loss)
 	for _, f := range leftovers {
 		// Show what happened on the key last, or, for a lock left held,
 		// around the grant of the fencing token it was left with: a

@@ -81,19 +81,26 @@
 // server out of memory, and Close at random moments, each lease watched
 // through its Done or its Context (whose cause must be Err's), while the
 // server's connections are killed, it is paused, its scripts flushed, its
-// memory full, a PSUBSCRIBE * client listens, and, for 200ms to 1.5s at a
-// time, with its client connections cut first, it accepts each new
-// connection and cuts it at once (accept-close: a load balancer with no
-// server behind it) or accepts each and answers nothing (frozen-handshake:
-// redials hang in their AUTH). The server requires a password, new in each
-// run, which the Lockers' URL carries, and they reach it through a fault
-// proxy (internal/faultproxy), whose Refuse and Blackhole make those two
-// faults. Each round's history, on CLOCK_MONOTONIC, must show no two
-// owners of a lock at once (a lease owns it from its grant to the last
-// moment its Done was seen open, less 10ms for a timer that runs late on a
-// loaded machine: see doneLateness), fencing tokens that increase, counts
-// that are linearizable, calls that end in time, once every Locker closed
-// no lock, queue or key without a TTL left on the server, and no text that
+// memory full, a PSUBSCRIBE * client listens, another client deletes or
+// overwrites a held lock (lose-lock: DEL, or SET to another value, in a
+// MULTI that reads which lease held it), and, for 200ms to 1.5s at a time,
+// with its client connections cut first, it accepts each new connection
+// and cuts it at once (accept-close: a load balancer with no server behind
+// it) or accepts each and answers nothing (frozen-handshake: redials hang
+// in their AUTH). The server requires a password, new in each run, which
+// the Lockers' URL carries, and they reach it through a fault proxy
+// (internal/faultproxy), whose Refuse and Blackhole make those two faults.
+// Each round's history, on CLOCK_MONOTONIC, must show no two owners of a
+// lock at once (a lease owns it from its grant to the last moment its Done
+// was seen open, less 10ms for a timer that runs late on a loaded machine:
+// see doneLateness; a lease whose lock lose-lock struck, until the fault),
+// fencing tokens that increase, counts that are linearizable, calls that
+// end in time, a struck lease's Done closed within 100ms of the fault
+// (lossBound; not before the next owner's grant, which may come
+// microseconds after the DEL, before the server's invalidation reaches the
+// struck lease), with a cause matching lock.ErrLost, and no lease ended
+// lost without such a fault (checkLosses), once every Locker closed no
+// lock, queue or key without a TTL left on the server, and no text that
 // says the password: no error of any call, nor any error it wraps, no
 // event of the Lockers' observers, no record of their loggers, no fault's
 // note or error, and nothing a worker process printed, may hold it, as
@@ -109,18 +116,21 @@
 // reshard of a round key's slot that leaves it open up to 1.5s (TRYAGAIN
 // meanwhile), and a failover of a round key's primary (a SIGKILL, the
 // replica's promotion, the node's return); the other faults strike a node
-// picked at random, its clients reaching it with no proxy between:
-// accept-close is maxclients 1 there (the server accepts, says "max number
-// of clients reached" and closes), and frozen-handshake is CLIENT PAUSE
-// ALL. TestChaosThroughSentinels (not under -short) runs them through a
-// redis+sentinel URL on a primary with two replicas and three sentinels,
-// with WithReplicaAck(2) (both replicas) and a 20s release timeout that
-// outlasts a failover, adding a killed primary (promoted replica, the node
-// back as its replica) and a frozen sentinel to the faults, and sparing
-// the sentinels' own connections from the two above, which last 600ms at
-// most there; its history also notes each primary a sentinel comes to
-// name, at which epoch, since the sentinels fail over on their own too
-// when a loaded node misses their pings.
+// picked at random (lose-lock, the node of the lock it strikes), its
+// clients reaching it with no proxy between: accept-close is maxclients 1
+// there (the server accepts, says "max number of clients reached" and
+// closes), and frozen-handshake is CLIENT PAUSE ALL; a lease whose lock's
+// slot moved (a reshard of it, any failover) within 2s before lose-lock
+// struck it may take 1s to hear, its watch following the lock to the new
+// node (movedBound). TestChaosThroughSentinels (not under -short) runs
+// them through a redis+sentinel URL on a primary with two replicas and
+// three sentinels, with WithReplicaAck(2) (both replicas) and a 20s
+// release timeout that outlasts a failover, adding a killed primary
+// (promoted replica, the node back as its replica) and a frozen sentinel
+// to the faults, and sparing the sentinels' own connections from the two
+// above, which last 600ms at most there; its history also notes each
+// primary a sentinel comes to name, at which epoch, since the sentinels
+// fail over on their own too when a loaded node misses their pings.
 //
 // Sentinel. Each backend also starts a primary with two replicas watched
 // by three sentinels: processes, or containers on a network of their own,
