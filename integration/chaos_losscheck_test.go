@@ -306,13 +306,13 @@ func ownExpiry(extends []chaosRecord, end int64) bool {
 // ownHandOff reports whether l, a Modify's lease that ended overwritten,
 // may have been handed on by a write-back of its own: a Manager that
 // holds writes back with Lease.Commit, which keeps the lock, or hands it
-// to the owner that asked for it, in the same script. The lease hears of
-// the new owner's token through its watch of the lock, and ends
-// "overwritten", before the Commit's reply, which would have ended it
-// released, comes back: with WithReplicaAck, the reply waits for a
-// replica, and the watch's read is the quicker. The lock's package
-// reports this as a loss; checkLosses counts it apart (handedOn) rather
-// than fail on it.
+// to the owner that asked for it, in the same script. The lease's watch
+// may read the new owner's token before the Commit's reply comes; the
+// lock's package leaves such a read for the reply to decide, and a
+// hand-off is a release. But where the reply never comes (the
+// connection broke, the write-back is uncertain), it cannot tell its
+// own hand-off from a loss, and reports the loss: checkLosses counts
+// these apart (handedOn) rather than fail on them.
 func ownHandOff(l chaosRecord, writeBacks []chaosRecord) bool {
 	if l.Note != "overwritten" {
 		return false
