@@ -24,12 +24,15 @@ const configRun = time.Second
 // channels, and the keyspace notifications of its keys. CONFIG GET lets
 // Open check the eviction policy and the subscriber the keyspace events;
 // without it, fast mode needs the events set by the operator and the
-// subscriber made with WithKeyspaceEventsConfigured. The README quotes it.
+// subscriber made with WithKeyspaceEventsConfigured. CLIENT TRACKING
+// lets a lease whose Done was asked for hear at once that its lock was
+// lost on the server; without it, the lease ends at its deadline. The
+// README quotes it.
 var minimalACL = strings.Join([]string{
 	"user baton on >secret",
 	"resetkeys ~baton:*",
 	"resetchannels &baton:* &__keyspace@*__:baton:*",
-	"-@all +hello +auth +ping +config|get",
+	"-@all +hello +auth +ping +config|get +client|tracking",
 	"+eval +evalsha +script|load +subscribe +unsubscribe +pubsub|numsub",
 	"+get +set +del +exists +incr +pexpire +pttl +time +publish",
 	"+hget +hset +hdel +zadd +zrange +zrem +zcard",
