@@ -46,10 +46,7 @@ func (ls *Lease) holdOnLocked(sub *subscriber.Subscriber) {
 	if ls.holding != nil && ls.heldOn == sub {
 		return
 	}
-	if ls.holding != nil {
-		ls.holding.Close()
-		ls.holding, ls.heldOn = nil, nil
-	}
+	ls.unholdLocked()
 	// The Subscriber may tell w before Hold returns, on its own
 	// goroutine: w.told waits for mu, which this caller holds until h
 	// is set.
@@ -229,8 +226,9 @@ func (ls *Lease) Context(parent context.Context) context.Context {
 }
 
 // Err returns nil while the lease is held, and once Done is closed, why
-// the lease ended: an error matching ErrReleased, ErrExpired, ErrLost (and ErrRemoved, ErrOverwritten, ErrFlushed or ErrVanished,
-// where the server told how), or ErrClosed. Like Done, whose state it
+// the lease ended: an error matching ErrReleased, ErrExpired, ErrLost
+// (and ErrRemoved, ErrOverwritten, ErrFlushed or ErrVanished, where the
+// server told how), or ErrClosed. Like Done, whose state it
 // reports, it has the lease watched from its first call.
 func (ls *Lease) Err() error {
 	done := ls.Done()
@@ -251,6 +249,12 @@ func (ls *Lease) endWatchersLocked() {
 		c.cancel(ls.cause)
 	}
 	ls.contexts = nil
+	ls.unholdLocked()
+}
+
+// unholdLocked stops the watch of the lease's lock, if any. The caller
+// holds mu.
+func (ls *Lease) unholdLocked() {
 	if ls.holding != nil {
 		ls.holding.Close()
 		ls.holding, ls.heldOn = nil, nil

@@ -3,10 +3,10 @@ package subscriber
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/batonlock/baton/conn"
+	"github.com/batonlock/baton/internal/cluster"
 	"github.com/batonlock/baton/resp"
 )
 
@@ -122,13 +122,21 @@ func (h *Holding) endLocked() bool {
 // key gone, reports it lost as missing says. A key marked twice keeps the
 // most telling reason: Vanished over Flushed over Removed.
 func (s *Subscriber) dueLocked(key string, missing Loss) {
+	if s.markDueLocked(key, missing) {
+		s.kickLocked()
+	}
+}
+
+// markDueLocked is dueLocked without the kick, for a read the retry
+// timer is to make; it reports whether key has holdings to read for.
+func (s *Subscriber) markDueLocked(key string, missing Loss) bool {
 	if len(s.holds[key]) == 0 {
-		return
+		return false
 	}
 	if s.due[key] < missing {
 		s.due[key] = missing
 	}
-	s.kickLocked()
+	return true
 }
 
 // onInvalidate handles an invalidation push: the keys named, or with a
@@ -156,7 +164,7 @@ const holdRetry = 100 * time.Millisecond
 // when a read must be tried again later (see holdRetry).
 func (s *Subscriber) checkHolds(cn *conn.Conn) (retry bool) {
 	s.mu.Lock()
-	if len(s.due) == 0 || s.trackingErr != nil {
+	if len(s.due) == 0 || s.trackingRefused {
 		clear(s.due)
 		s.mu.Unlock()
 		return false
@@ -196,7 +204,7 @@ func (s *Subscriber) checkHolds(cn *conn.Conn) (retry bool) {
 				s.putOff(checks)
 				return true
 			}
-			s.trackingRefused(terr)
+			s.refuseTracking()
 			return false
 		}
 		s.tracking = true
@@ -215,7 +223,7 @@ func (s *Subscriber) checkHolds(cn *conn.Conn) (retry bool) {
 		switch {
 		case notNow(err):
 			retry = true
-			s.putOffLocked(c)
+			s.markDueLocked(c.key, c.missing)
 			continue
 		case err != nil:
 			continue // refused for good (an ACL, say): the key goes unwatched
@@ -266,16 +274,11 @@ func lossIn(r resp.Value, missing Loss) (Loss, error) {
 	return 0, err
 }
 
-// notNow reports whether err is a server's refusal for now (loading its
-// data, running a long script, a cluster in change), after which the
-// same command may succeed.
+// notNow reports whether err is a server's refusal for now, after which
+// the same command may succeed: a cluster's in change (see
+// cluster.RefusedForNow), or a script running past its time limit.
 func notNow(err error) bool {
-	for _, p := range []resp.Prefix{resp.Loading, resp.Busy, "TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN"} {
-		if errors.Is(err, p) {
-			return true
-		}
-	}
-	return false
+	return cluster.RefusedForNow(err) || errors.Is(err, resp.Busy)
 }
 
 // putOff marks the keys of checks due again, for the retry timer to read
@@ -285,13 +288,7 @@ func (s *Subscriber) putOff(checks []check) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range checks {
-		s.putOffLocked(c)
-	}
-}
-
-func (s *Subscriber) putOffLocked(c check) {
-	if len(s.holds[c.key]) > 0 && s.due[c.key] < c.missing {
-		s.due[c.key] = c.missing
+		s.markDueLocked(c.key, c.missing)
 	}
 }
 
@@ -311,13 +308,13 @@ func (s *Subscriber) unheard() {
 	}
 }
 
-// trackingRefused records that the server refused client-side caching
-// (before Redis 6, or an ACL that forbids CLIENT): the holdings are kept,
-// unreported, and tracking is not asked for again until a new
+// refuseTracking records that the server refused client-side caching
+// for good (before Redis 6, or an ACL that forbids it): the holdings are
+// kept, unreported, and tracking is not asked for again until a new
 // connection.
-func (s *Subscriber) trackingRefused(err error) {
+func (s *Subscriber) refuseTracking() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.trackingErr = fmt.Errorf("subscriber: client tracking refused: %w", err)
+	s.trackingRefused = true
 	clear(s.due)
 }

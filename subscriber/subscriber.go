@@ -99,9 +99,9 @@ type Subscriber struct {
 	// how a key found gone was lost. Guarded by mu.
 	holds map[string][]*Holding
 	due   map[string]Loss
-	// trackingErr is why the server refused CLIENT TRACKING on the
-	// current connection, or nil. Guarded by mu.
-	trackingErr error
+	// trackingRefused says that the server refused CLIENT TRACKING for
+	// good on the current connection. Guarded by mu.
+	trackingRefused bool
 	// tracking says that the current connection has CLIENT TRACKING on,
 	// and the bufs are checkHolds's, reused from pass to pass. Owned by
 	// the supervisor.
@@ -262,9 +262,9 @@ func (s *Subscriber) supervise(cn *conn.Conn) {
 			lost := time.Now()
 			if s.ctx.Err() == nil {
 				s.unheard()
-			}
-			if s.obs != nil && s.ctx.Err() == nil {
-				s.obs.Observe(observe.Event{Kind: observe.ConnectionLost, Time: lost, Err: cn.Err()})
+				if s.obs != nil {
+					s.obs.Observe(observe.Event{Kind: observe.ConnectionLost, Time: lost, Err: cn.Err()})
+				}
 			}
 			if cn = s.reconnect(); cn == nil {
 				return
@@ -511,7 +511,7 @@ func (s *Subscriber) reconnect() *conn.Conn {
 		s.wakeAllLocked()
 		// Changes to held keys went unheard meanwhile, and the new
 		// connection tracks nothing yet.
-		s.tracking, s.trackingErr = false, nil
+		s.tracking, s.trackingRefused = false, false
 		for key := range s.holds {
 			s.dueLocked(key, Vanished)
 		}
