@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -447,4 +448,47 @@ func TestALossTheLocksServerDeniesEndsNothing(t *testing.T) {
 	t.Logf("%d commands in 500 ms while the two disagreed", calls)
 	require.Less(t, calls, int64(60), "the watch asks again faster than its pace")
 	mustUnlock(t, ls)
+}
+
+// Done, Context, Err, Extend and Unlock of one lease from many goroutines
+// at once, while another client deletes its lock: every context ends with
+// one cause, Err agrees with it, and nothing races (-race).
+func TestOneLeaseAskedFromManyGoroutinesAtOnce(t *testing.T) {
+	bothModes(t, func(t *testing.T, mode string) {
+		srv := redistest.Start(t)
+		l := open(t, srv, modeOptions(mode, lock.WithTTL(time.Minute))...)
+		for round := range 20 {
+			ls := mustLock(t, l, fmt.Sprint("shared-", round))
+			parent, cancel := context.WithCancel(context.Background())
+			ctxs := make(chan context.Context, 32)
+			var wg sync.WaitGroup
+			for i := range 32 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					switch i % 4 {
+					case 0:
+						ctxs <- ls.Context(parent)
+					case 1:
+						ctxs <- ls.Context(nil) // taken as context.Background()
+					case 2:
+						<-ls.Done()
+					case 3:
+						_ = ls.Extend(context.Background(), time.Minute)
+					}
+				}()
+			}
+			srv.Do(t, "DEL", l.Key(fmt.Sprint("shared-", round)))
+			wg.Wait()
+			close(ctxs)
+			cause := ls.Err()
+			require.ErrorIs(t, cause, lock.ErrLost)
+			for ctx := range ctxs {
+				<-ctx.Done()
+				require.Equal(t, cause, context.Cause(ctx))
+			}
+			require.ErrorIs(t, ls.Unlock(context.Background()), lock.ErrNotHeld)
+			cancel()
+		}
+	})
 }
